@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test lint unit crds clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## run: install, then check the main example job (becomes a real run once the control plane lands)
+run: $(STAMP)
+	$(BIN)/kubetrain validate -f examples/pytorch/pytorchjob.yaml
+
+## test: install, lint, check layering, run the whole suite
+test: $(STAMP) lint
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check kubetrain tests
+	$(BIN)/ruff format --check kubetrain tests
+	$(BIN)/lint-imports
+
+## crds: regenerate deploy/crds from the API types
+crds: $(STAMP)
+	$(BIN)/kubetrain crds --output-dir deploy/crds
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,114 @@
+"""Admission: parse, check and default one object, the way the API server's webhooks would.
+
+This is the single entry point that the command line (``kubetrain validate``), the local API
+server and the operator use, so a job is judged the same way everywhere. Order matters and
+follows upstream:
+
+- ``kubeflow.org/v1`` jobs are validated as written (replica keys CamelCased first), then
+  defaulted, because upstream has no mutating webhook and validates the raw object;
+- ``trainer.kubeflow.org`` objects are defaulted first (CRD and mutating-webhook defaults),
+  then validated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api import _defaults, _parse, _trainer, _trainer_defaults, _trainer_validation
+from kubetrain.api import _fielderrors as fe
+from kubetrain.api import _validation as _v1_validation
+from kubetrain.api._fielderrors import FieldError
+from kubetrain.api._parse import Resource
+from kubetrain.api._v1 import JobKind
+from kubetrain.errors import KubetrainError
+
+# Looks a runtime up by (kind, namespace, name); namespace is None for ClusterTrainingRuntime.
+RuntimeLookup = Callable[[str, str | None, str], "_trainer.Runtime | None"]
+
+
+@dataclass(frozen=True)
+class Review:
+    """The verdict on one object: the defaulted object when it is valid, else every error."""
+
+    subject: str
+    obj: Resource | None
+    errors: tuple[FieldError, ...] = ()
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def messages(self) -> list[str]:
+        return [f"{self.subject}: {error}" for error in self.errors]
+
+
+class Invalid(KubetrainError):
+    """An object was rejected; ``review`` holds every reason."""
+
+    def __init__(self, review: Review) -> None:
+        self.review = review
+        super().__init__("; ".join(review.messages()))
+
+
+def review(
+    raw: Any,
+    old: Any = None,
+    *,
+    find_runtime: RuntimeLookup | None = None,
+) -> Review:
+    """Judge ``raw`` (a create, or an update from ``old``). Never raises for bad input."""
+    subject = _parse.subject(raw)
+    obj, errors = _parse.parse(raw)
+    if obj is None:
+        return Review(subject, None, tuple(errors))
+    old_obj = None
+    if old is not None:
+        old_obj, _ = _parse.parse(old)  # a malformed old object just means: treat as create
+        if old_obj is not None and type(old_obj) is not type(obj):
+            return Review(subject, None, (_kind_changed(old_obj, obj),))
+    if isinstance(obj, JobKind):
+        return _review_v1(subject, obj, old_obj)
+    return _review_trainer(subject, obj, old_obj, find_runtime)
+
+
+def admit(raw: Any, old: Any = None, *, find_runtime: RuntimeLookup | None = None) -> Resource:
+    """The defaulted object, or :class:`Invalid` with every reason."""
+    verdict = review(raw, old, find_runtime=find_runtime)
+    if not verdict.ok or verdict.obj is None:
+        raise Invalid(verdict)
+    return verdict.obj
+
+
+def _review_v1(subject: str, job: JobKind, old: Any) -> Review:
+    _defaults.normalize_replica_types(job)
+    if isinstance(old, JobKind):
+        _defaults.normalize_replica_types(old)
+    errors = _v1_validation.validate(job, old if isinstance(old, JobKind) else None)
+    warnings = tuple(_v1_validation.warnings(job))
+    if errors:
+        return Review(subject, None, tuple(errors), warnings)
+    return Review(subject, _defaults.set_defaults(job), (), warnings)
+
+
+def _review_trainer(
+    subject: str, obj: _trainer.TrainerKind, old: Any, find_runtime: RuntimeLookup | None
+) -> Review:
+    defaulted = _trainer_defaults.set_defaults(obj)
+    old_defaulted = _trainer_defaults.set_defaults(old) if old is not None else None
+    errors = _trainer_validation.validate(defaulted, old_defaulted, find_runtime=find_runtime)
+    warnings = tuple(_trainer_validation.warnings(defaulted, find_runtime=find_runtime))
+    if errors:
+        return Review(subject, None, tuple(errors), warnings)
+    return Review(subject, defaulted, (), warnings)
+
+
+def _kind_changed(old: Any, new: Any) -> FieldError:
+    return fe.invalid("kind", new.kind, f"field is immutable (was {old.kind})")
+
+
+def as_mapping(obj: Resource) -> dict[str, Any]:
+    """The wire form of a typed object."""
+    return obj.to_dict()

@@ -1,0 +1,1 @@
+"""The ``kubetrain`` command line: the only layer that reads argv, prints or exits."""

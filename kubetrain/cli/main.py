@@ -1,0 +1,52 @@
+"""Entry point: builds the argument parser from the command modules and dispatches.
+
+Each command module exposes ``register(subparsers)``, which adds its parser and sets
+``func`` to a ``run(args) -> int``. A user mistake ends with a message and a non-zero exit,
+never a traceback; ``-v`` shows the traceback of an unexpected error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from collections.abc import Sequence
+
+import kubetrain
+from kubetrain.cli import crds, validate
+
+COMMANDS = (validate, crds)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubetrain",
+        description="Kubeflow training jobs on any Kubernetes API, or on this machine.",
+    )
+    parser.add_argument("--version", action="version", version=f"kubetrain {kubetrain.__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show tracebacks of unexpected errors"
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # the one place an unexpected error becomes a message
+        if args.verbose:
+            traceback.print_exc()
+        print(f"kubetrain: internal error: {exc} (run with -v for the traceback)", file=sys.stderr)
+        return 70
