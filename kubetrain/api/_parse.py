@@ -48,9 +48,8 @@ def subject(raw: Any) -> str:
 def model_for(raw: Any) -> tuple[type[Model] | None, list[FieldError]]:
     """Which model an object's apiVersion and kind select, or why none does."""
     if not isinstance(raw, Mapping):
-        return None, [
-            fe.invalid("", _kind_of_value(raw), "must be an object with apiVersion and kind")
-        ]
+        detail = f"must be an object with apiVersion and kind (got {_kind_of_value(raw)})"
+        return None, [FieldError(ErrorType.INVALID, "", detail)]
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
     errors = []
     if not isinstance(api_version, str) or not api_version:

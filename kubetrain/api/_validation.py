@@ -113,9 +113,9 @@ def _validate_replica_specs(job: JobKind) -> list[FieldError]:
         role = root.key(rtype)
         if rtype.lower() in lower_seen:
             errors.append(fe.duplicate(str(role), rtype))
-        lower_seen[rtype.lower()] = rtype
-        if rtype not in job.REPLICA_TYPES:
+        elif rtype not in job.REPLICA_TYPES:
             errors.append(fe.not_supported(str(role), rtype, job.REPLICA_TYPES))
+        lower_seen[rtype.lower()] = rtype
         errors += _validate_replica(job, rtype, spec, role)
     errors += _validate_roles(job, specs, root)
     return errors
