@@ -129,7 +129,8 @@ CASES = [
             "spec": {"trainer": {"numProcPerNode": [1]}},
         },
         [
-            "TrainJob/t: spec.trainer.numProcPerNode: Invalid value: [1]: must be an integer or a string"
+            "TrainJob/t: spec.trainer.numProcPerNode: Invalid value: [1]: "
+            "must be an integer or a string"
         ],
     ),
 ]

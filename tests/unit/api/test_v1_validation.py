@@ -329,7 +329,8 @@ CASES = [
         "an MPIJob with two launchers",
         job("MPIJob").replica("Launcher", 2).build(),
         [
-            "spec.mpiReplicaSpecs[Launcher].replicas: Forbidden: there must be only 1 launcher replica"
+            "spec.mpiReplicaSpecs[Launcher].replicas: Forbidden: "
+            "there must be only 1 launcher replica"
         ],
     ),
     (
