@@ -6,9 +6,15 @@ and returns it defaulted. The modules behind this package are private; import fr
 """
 
 from kubetrain.api._admission import Invalid, Review, RuntimeLookup, admit, review
+from kubetrain.api._crds import crd_filename, crds
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._parse import KINDS, Resource, parse, subject
+from kubetrain.api._quantity import cpu_count, gpu_count, parse_quantity, whole_value
 from kubetrain.api._trainer import (
+    ANCESTOR_LABEL,
+    LAUNCHER,
+    NODE,
+    TRAINER_ANCESTOR,
     ClusterTrainingRuntime,
     MLPolicy,
     Runtime,
@@ -35,7 +41,11 @@ from kubetrain.api._v1 import (
 )
 
 __all__ = [
+    "ANCESTOR_LABEL",
     "KINDS",
+    "LAUNCHER",
+    "NODE",
+    "TRAINER_ANCESTOR",
     "V1_KINDS",
     "ClusterTrainingRuntime",
     "ErrorType",
@@ -65,7 +75,13 @@ __all__ = [
     "TrainingRuntimeSpec",
     "XGBoostJob",
     "admit",
+    "cpu_count",
+    "crd_filename",
+    "crds",
+    "gpu_count",
     "parse",
+    "parse_quantity",
     "review",
     "subject",
+    "whole_value",
 ]
