@@ -25,6 +25,11 @@ from kubetrain.api._trainer import (
     TrainJobSpec,
 )
 from kubetrain.api._v1 import (
+    JOB_NAME_LABEL,
+    JOB_ROLE_LABEL,
+    OPERATOR_NAME_LABEL,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
     V1_KINDS,
     JAXJob,
     JobKind,
@@ -42,9 +47,14 @@ from kubetrain.api._v1 import (
 
 __all__ = [
     "ANCESTOR_LABEL",
+    "JOB_NAME_LABEL",
+    "JOB_ROLE_LABEL",
     "KINDS",
     "LAUNCHER",
     "NODE",
+    "OPERATOR_NAME_LABEL",
+    "REPLICA_INDEX_LABEL",
+    "REPLICA_TYPE_LABEL",
     "TRAINER_ANCESTOR",
     "V1_KINDS",
     "ClusterTrainingRuntime",
