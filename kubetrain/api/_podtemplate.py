@@ -46,11 +46,12 @@ def default_container(template: Any, name: str) -> dict[str, Any] | None:
 
 
 def is_quantity(value: Any) -> bool:
+    """A non-negative Kubernetes quantity: resource amounts can never be below zero."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
         return value >= 0
-    return isinstance(value, str) and bool(_QUANTITY.match(value))
+    return isinstance(value, str) and not value.startswith("-") and bool(_QUANTITY.match(value))
 
 
 def check_template(template: Any, path: Path) -> list[FieldError]:
