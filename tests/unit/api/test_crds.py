@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr
 from kubetrain import api
 from kubetrain.api import _crds, _trainer, _v1
 from kubetrain.api._model import NonNegInt32
-from tests.unit.api.jobs import job
+from tests.builders import job
 
 DEPLOY = Path(__file__).resolve().parents[3] / "deploy" / "crds"
 CRDS = api.crds()
@@ -790,18 +790,18 @@ def test_status_never_requires_what_the_model_may_leave_out() -> None:
 # --- samples conform ------------------------------------------------------------------------
 
 V1_SAMPLES = [
-    job("TFJob").replica("Chief").replica("Worker", 2).build(),
-    job("PyTorchJob").replica("Master").replica("Worker", 2).build(),
-    job("XGBoostJob").replica("Master").replica("Worker", 2).build(),
-    job("PaddleJob").replica("Master").replica("Worker", 2).build(),
-    job("JAXJob").replica("Worker", 2).run_policy(suspend=True, backoffLimit=3).build(),
-    job("MPIJob").replica("Launcher").replica("Worker", 2).spec(slotsPerWorker=1).build(),
+    job("TFJob").replica("Chief").replica("Worker", 2).doc(),
+    job("PyTorchJob").replica("Master").replica("Worker", 2).doc(),
+    job("XGBoostJob").replica("Master").replica("Worker", 2).doc(),
+    job("PaddleJob").replica("Master").replica("Worker", 2).doc(),
+    job("JAXJob").replica("Worker", 2).run_policy(suspend=True, backoffLimit=3).doc(),
+    job("MPIJob").replica("Launcher").replica("Worker", 2).spec(slotsPerWorker=1).doc(),
     job("MXJob")
     .replica("Scheduler")
     .replica("Server")
     .replica("Worker")
     .spec(jobMode="MXTrain")
-    .build(),
+    .doc(),
 ]
 
 
@@ -889,7 +889,7 @@ def test_trainer_objects_conform(raw: dict[str, Any]) -> None:
 
 
 def pytorch(**spec: Any) -> dict[str, Any]:
-    return job("PyTorchJob").replica("Master").replica("Worker", 2).spec(**spec).build()
+    return job("PyTorchJob").replica("Master").replica("Worker", 2).spec(**spec).doc()
 
 
 def with_worker(**fields: Any) -> dict[str, Any]:

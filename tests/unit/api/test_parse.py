@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from tests.unit.api.jobs import job
+from tests.builders import job
 
 
 def messages(doc: Any) -> list[str]:
@@ -15,7 +15,7 @@ def messages(doc: Any) -> list[str]:
 
 
 def with_master(**master: Any) -> dict[str, Any]:
-    doc = job("PyTorchJob", "p").replica("Master").build()
+    doc = job("PyTorchJob", "p").replica("Master").doc()
     doc["spec"]["pytorchReplicaSpecs"]["Master"].update(master)
     return doc
 
@@ -31,7 +31,7 @@ CASES = [
     ),
     (
         "a number where a string belongs says how to quote it",
-        job("PyTorchJob", "p").replica("Master").spec(nprocPerNode=4).build(),
+        job("PyTorchJob", "p").replica("Master").spec(nprocPerNode=4).doc(),
         ['PyTorchJob/p: spec.nprocPerNode: Invalid value: 4: must be a string (quote it: "4")'],
     ),
     (
@@ -44,7 +44,7 @@ CASES = [
     ),
     (
         "an unknown field far from any name lists the accepted ones",
-        job("PyTorchJob", "p").replica("Master").run_policy(priority=1).build(),
+        job("PyTorchJob", "p").replica("Master").run_policy(priority=1).doc(),
         [
             "PyTorchJob/p: spec.runPolicy.priority: Unknown field: accepted: cleanPodPolicy, "
             "ttlSecondsAfterFinished, activeDeadlineSeconds, backoffLimit, schedulingPolicy, "
@@ -53,7 +53,7 @@ CASES = [
     ),
     (
         "a value outside an enum lists the supported values",
-        job("PyTorchJob", "p").replica("Master").run_policy(cleanPodPolicy="Always").build(),
+        job("PyTorchJob", "p").replica("Master").run_policy(cleanPodPolicy="Always").doc(),
         [
             'PyTorchJob/p: spec.runPolicy.cleanPodPolicy: Unsupported value: "Always": '
             'supported values: "All", "Running", "None"'
@@ -61,7 +61,7 @@ CASES = [
     ),
     (
         "a boolean written as a string",
-        job("PyTorchJob", "p").replica("Master").run_policy(suspend="yes").build(),
+        job("PyTorchJob", "p").replica("Master").run_policy(suspend="yes").doc(),
         [
             'PyTorchJob/p: spec.runPolicy.suspend: Invalid value: "yes": '
             "must be a boolean (true or false)"
@@ -69,7 +69,7 @@ CASES = [
     ),
     (
         "an integer beyond int32",
-        job("PyTorchJob", "p").replica("Master").run_policy(backoffLimit=2**31).build(),
+        job("PyTorchJob", "p").replica("Master").run_policy(backoffLimit=2**31).doc(),
         [
             "PyTorchJob/p: spec.runPolicy.backoffLimit: Invalid value: 2147483648: "
             "must be less than or equal to 2147483647"
@@ -154,7 +154,7 @@ def test_trainjob_is_accepted_as_v2alpha1_too() -> None:
 
 
 def test_server_set_metadata_passes_through() -> None:
-    doc = job("TFJob", "t").replica("Worker").build()
+    doc = job("TFJob", "t").replica("Worker").doc()
     doc["metadata"].update(uid="1234", resourceVersion="7", managedFields=[{"manager": "kubectl"}])
     out = api.admit(doc).to_dict()
     assert out["metadata"]["uid"] == "1234"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from tests.unit.api.jobs import job
+from tests.builders import job
 
 
 def defaulted(doc: dict[str, Any]) -> dict[str, Any]:
@@ -46,7 +46,7 @@ def test_each_framework_gets_its_named_port_replicas_and_restart_policy(
     builder = job(kind)
     if kind == "XGBoostJob":
         builder.replica("Master", 1)  # XGBoost requires a Master with replicas: 1
-    doc = defaulted(builder.replica(rtype, None).build())
+    doc = defaulted(builder.replica(rtype, None).doc())
     spec = replica(doc, field, rtype)
     assert spec["replicas"] == 1
     assert spec["restartPolicy"] == restart
@@ -60,14 +60,14 @@ def test_a_port_with_the_default_name_is_kept_as_written() -> None:
         "image": "x",
         "ports": [{"name": "pytorchjob-port", "containerPort": 30000}],
     }
-    doc = defaulted(job("PyTorchJob").replica("Master", containers=[container]).build())
+    doc = defaulted(job("PyTorchJob").replica("Master", containers=[container]).doc())
     ports = first_container(replica(doc, "pytorchReplicaSpecs", "Master"))["ports"]
     assert ports == [{"name": "pytorchjob-port", "containerPort": 30000}]
 
 
 def test_other_ports_are_kept_and_the_default_is_appended() -> None:
     container = {"name": "tensorflow", "image": "x", "ports": [{"containerPort": 6006}]}
-    doc = defaulted(job("TFJob").replica("Worker", containers=[container]).build())
+    doc = defaulted(job("TFJob").replica("Worker", containers=[container]).doc())
     ports = first_container(replica(doc, "tfReplicaSpecs", "Worker"))["ports"]
     assert ports == [{"containerPort": 6006}, {"name": "tfjob-port", "containerPort": 2222}]
 
@@ -75,7 +75,7 @@ def test_other_ports_are_kept_and_the_default_is_appended() -> None:
 def test_the_port_goes_on_the_default_container_not_a_sidecar() -> None:
     sidecar = {"name": "sidecar", "image": "s"}
     main = {"name": "pytorch", "image": "x"}
-    doc = defaulted(job("PyTorchJob").replica("Master", containers=[sidecar, main]).build())
+    doc = defaulted(job("PyTorchJob").replica("Master", containers=[sidecar, main]).doc())
     containers = replica(doc, "pytorchReplicaSpecs", "Master")["template"]["spec"]["containers"]
     assert "ports" not in containers[0]
     assert containers[1]["ports"] == [{"name": "pytorchjob-port", "containerPort": 23456}]
@@ -87,7 +87,7 @@ def test_user_values_are_never_overwritten() -> None:
         .replica("Worker", 3, restart_policy="ExitCode")
         .run_policy(cleanPodPolicy="All", suspend=True)
         .spec(successPolicy="AllWorkers")
-        .build()
+        .doc()
     )
     assert replica(doc, "tfReplicaSpecs", "Worker")["replicas"] == 3
     assert replica(doc, "tfReplicaSpecs", "Worker")["restartPolicy"] == "ExitCode"
@@ -96,7 +96,7 @@ def test_user_values_are_never_overwritten() -> None:
 
 
 def test_tf_success_policy_defaults_to_the_empty_string() -> None:
-    assert defaulted(job("TFJob").replica("Worker").build())["spec"]["successPolicy"] == ""
+    assert defaulted(job("TFJob").replica("Worker").doc())["spec"]["successPolicy"] == ""
 
 
 CAMEL = [
@@ -130,7 +130,7 @@ def test_replica_keys_become_camel_case(
     builder = job(kind)
     for rtype in written:
         builder.replica(rtype)
-    assert list(defaulted(builder.build())["spec"][field]) == normalised
+    assert list(defaulted(builder.doc())["spec"][field]) == normalised
 
 
 MPI_CASES = [
@@ -147,7 +147,7 @@ MPI_CASES = [
 def test_mpi_replicas(
     launcher: int | None, workers: int | None, want_launcher: int, want_workers: int
 ) -> None:
-    doc = defaulted(job("MPIJob").replica("Launcher", launcher).replica("Worker", workers).build())
+    doc = defaulted(job("MPIJob").replica("Launcher", launcher).replica("Worker", workers).doc())
     specs = doc["spec"]["mpiReplicaSpecs"]
     assert specs["Launcher"]["replicas"] == want_launcher
     assert specs["Worker"]["replicas"] == want_workers
@@ -156,10 +156,10 @@ def test_mpi_replicas(
 
 
 def test_mpi_clean_pod_policy_defaults_both_copies_only_when_neither_is_set() -> None:
-    doc = defaulted(job("MPIJob").replica("Launcher").build())
+    doc = defaulted(job("MPIJob").replica("Launcher").doc())
     assert doc["spec"]["cleanPodPolicy"] == "None"
     assert doc["spec"]["runPolicy"]["cleanPodPolicy"] == "None"
-    doc = defaulted(job("MPIJob").replica("Launcher").spec(cleanPodPolicy="Running").build())
+    doc = defaulted(job("MPIJob").replica("Launcher").spec(cleanPodPolicy="Running").doc())
     assert doc["spec"]["cleanPodPolicy"] == "Running"
     assert "cleanPodPolicy" not in doc["spec"]["runPolicy"]
 
@@ -179,7 +179,7 @@ ELASTIC = [
 def test_elastic_min_and_max(
     kind: str, policy: dict[str, int], workers: int, bounds: tuple[int, int]
 ) -> None:
-    doc = defaulted(job(kind).replica("Worker", workers).spec(elasticPolicy=policy).build())
+    doc = defaulted(job(kind).replica("Worker", workers).spec(elasticPolicy=policy).doc())
     elastic = doc["spec"]["elasticPolicy"]
     assert (elastic["minReplicas"], elastic["maxReplicas"]) == bounds
 
@@ -198,18 +198,18 @@ NPROC = [
 
 @pytest.mark.parametrize(("spec", "want"), [c[1:] for c in NPROC], ids=[c[0] for c in NPROC])
 def test_pytorch_nproc_per_node(spec: dict[str, Any], want: str | None) -> None:
-    doc = defaulted(job("PyTorchJob").replica("Worker", 2).spec(**spec).build())
+    doc = defaulted(job("PyTorchJob").replica("Worker", 2).spec(**spec).doc())
     assert doc["spec"].get("nprocPerNode") == want
 
 
 def test_defaulting_is_idempotent() -> None:
-    once = defaulted(job("PyTorchJob").replica("master").replica("worker", 2).build())
+    once = defaulted(job("PyTorchJob").replica("master").replica("worker", 2).doc())
     assert defaulted(once) == once
 
 
 def test_defaulting_leaves_the_input_untouched() -> None:
-    doc = job("PyTorchJob").replica("Master").build()
-    before = job("PyTorchJob").replica("Master").build()
+    doc = job("PyTorchJob").replica("Master").doc()
+    before = job("PyTorchJob").replica("Master").doc()
     api.review(doc)
     assert doc == before
 
@@ -222,7 +222,7 @@ def test_fields_the_user_wrote_survive_defaulting() -> None:
         "volumeMounts": [{"name": "data", "mountPath": "/data"}],
         "securityContext": {"runAsUser": 1000},
     }
-    doc = job("PyTorchJob").replica("Master", containers=[container]).build()
+    doc = job("PyTorchJob").replica("Master", containers=[container]).doc()
     doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["volumes"] = [
         {"name": "data", "persistentVolumeClaim": {"claimName": "training-data"}}
     ]

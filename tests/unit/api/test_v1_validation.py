@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from tests.unit.api.jobs import job
+from tests.builders import job
 
 NAME_MSG = (
     "should match: a lowercase RFC 1035 label must consist of lower case alphanumeric "
@@ -26,34 +26,34 @@ def errors_of(doc: dict[str, Any], old: dict[str, Any] | None = None) -> list[st
 
 
 def no_containers(kind: str, rtype: str) -> dict[str, Any]:
-    return job(kind).replica(rtype, 1, containers=[]).build()
+    return job(kind).replica(rtype, 1, containers=[]).doc()
 
 
 def empty_image(kind: str, rtype: str, container: str) -> dict[str, Any]:
-    return job(kind).replica(rtype, 1, containers=[{"name": container, "image": ""}]).build()
+    return job(kind).replica(rtype, 1, containers=[{"name": container, "image": ""}]).doc()
 
 
 def wrong_container(kind: str, rtype: str) -> dict[str, Any]:
-    return job(kind).replica(rtype, 1, containers=[{"name": "main", "image": "x"}]).build()
+    return job(kind).replica(rtype, 1, containers=[{"name": "main", "image": "x"}]).doc()
 
 
 def bad_name(kind: str, rtype: str) -> dict[str, Any]:
-    return job(kind, "Bad.Name").replica(rtype, 1).build()
+    return job(kind, "Bad.Name").replica(rtype, 1).doc()
 
 
 def managed_by(kind: str, rtype: str) -> dict[str, Any]:
-    return job(kind).replica(rtype, 1).run_policy(managedBy="other.io/controller").build()
+    return job(kind).replica(rtype, 1).run_policy(managedBy="other.io/controller").doc()
 
 
 def nil_specs(kind: str) -> dict[str, Any]:
-    doc = job(kind).build()
+    doc = job(kind).doc()
     del doc["spec"][next(iter(doc["spec"]))]
     return doc
 
 
 CASES = [
     # --- TFJob -------------------------------------------------------------------------------
-    ("a valid TFJob", job("TFJob").replica("Chief").replica("Worker", 2).build(), []),
+    ("a valid TFJob", job("TFJob").replica("Chief").replica("Worker", 2).doc(), []),
     (
         "a TFJob name that is not a DNS-1035 label",
         bad_name("TFJob", "Worker"),
@@ -87,7 +87,7 @@ CASES = [
     ),
     (
         "a TFJob with both a Chief and a Master",
-        job("TFJob").replica("Chief").replica("Master").build(),
+        job("TFJob").replica("Chief").replica("Master").doc(),
         ["spec.tfReplicaSpecs: Forbidden: must not have more than 1 Chief or Master role"],
     ),
     (
@@ -96,7 +96,7 @@ CASES = [
         [f"spec.runPolicy.managedBy: {MANAGED_BY_MSG}"],
     ),
     # --- PyTorchJob --------------------------------------------------------------------------
-    ("a valid PyTorchJob", job("PyTorchJob").replica("Master").replica("Worker", 2).build(), []),
+    ("a valid PyTorchJob", job("PyTorchJob").replica("Master").replica("Worker", 2).doc(), []),
     (
         "a PyTorchJob name that is not a DNS-1035 label",
         bad_name("PyTorchJob", "Master"),
@@ -130,22 +130,22 @@ CASES = [
     ),
     (
         "a PyTorchJob Master with two replicas",
-        job("PyTorchJob").replica("Master", 2).build(),
+        job("PyTorchJob").replica("Master", 2).doc(),
         ["spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1"],
     ),
     (
         "a PyTorchJob Master without replicas (validated before defaulting, as upstream)",
-        job("PyTorchJob").replica("Master", None).build(),
+        job("PyTorchJob").replica("Master", None).doc(),
         ["spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1"],
     ),
     (
         "a PyTorchJob Worker with zero replicas",
-        job("PyTorchJob").replica("Master").replica("Worker", 0).build(),
+        job("PyTorchJob").replica("Master").replica("Worker", 0).doc(),
         ["spec.pytorchReplicaSpecs[Worker].replicas: Forbidden: must be at least 1"],
     ),
     (
         "a PyTorchJob elastic policy without a Worker",
-        job("PyTorchJob").replica("Master").spec(elasticPolicy={"maxReplicas": 2}).build(),
+        job("PyTorchJob").replica("Master").spec(elasticPolicy={"maxReplicas": 2}).doc(),
         [
             "spec.pytorchReplicaSpecs[Worker]: Required value: "
             "must be configured if elastic policy is used"
@@ -156,7 +156,7 @@ CASES = [
         job("PyTorchJob")
         .replica("Worker", 2)
         .spec(nprocPerNode="2", elasticPolicy={"nProcPerNode": 2})
-        .build(),
+        .doc(),
         ["spec.elasticPolicy.nProcPerNode: Forbidden: must not be used with spec.nprocPerNode"],
     ),
     (
@@ -166,14 +166,14 @@ CASES = [
     ),
     (
         "a PyTorchJob with an unknown replica type",
-        job("PyTorchJob").replica("Master").replica("Chief").build(),
+        job("PyTorchJob").replica("Master").replica("Chief").doc(),
         [
             'spec.pytorchReplicaSpecs[Chief]: Unsupported value: "Chief": '
             'supported values: "Master", "Worker"'
         ],
     ),
     # --- XGBoostJob --------------------------------------------------------------------------
-    ("a valid XGBoostJob", job("XGBoostJob").replica("Master").replica("Worker", 2).build(), []),
+    ("a valid XGBoostJob", job("XGBoostJob").replica("Master").replica("Worker", 2).doc(), []),
     (
         "an XGBoostJob name that is not a DNS-1035 label",
         bad_name("XGBoostJob", "Master"),
@@ -207,12 +207,12 @@ CASES = [
     ),
     (
         "an XGBoostJob Master with two replicas",
-        job("XGBoostJob").replica("Master", 2).build(),
+        job("XGBoostJob").replica("Master", 2).doc(),
         ["spec.xgbReplicaSpecs[Master].replicas: Forbidden: must be 1"],
     ),
     (
         "an XGBoostJob without a Master",
-        job("XGBoostJob").replica("Worker", 2).build(),
+        job("XGBoostJob").replica("Worker", 2).doc(),
         ["spec.xgbReplicaSpecs[Master]: Required value: must be present"],
     ),
     (
@@ -221,7 +221,7 @@ CASES = [
         [f"spec.runPolicy.managedBy: {MANAGED_BY_MSG}"],
     ),
     # --- PaddleJob ---------------------------------------------------------------------------
-    ("a valid PaddleJob", job("PaddleJob").replica("Worker", 2).build(), []),
+    ("a valid PaddleJob", job("PaddleJob").replica("Worker", 2).doc(), []),
     (
         "a PaddleJob name that is not a DNS-1035 label",
         bad_name("PaddleJob", "Worker"),
@@ -264,7 +264,7 @@ CASES = [
         [f"spec.runPolicy.managedBy: {MANAGED_BY_MSG}"],
     ),
     # --- JAXJob ------------------------------------------------------------------------------
-    ("a valid JAXJob", job("JAXJob").replica("Worker", 2).build(), []),
+    ("a valid JAXJob", job("JAXJob").replica("Worker", 2).doc(), []),
     (
         "a JAXJob name that is not a DNS-1035 label",
         bad_name("JAXJob", "Worker"),
@@ -308,7 +308,7 @@ CASES = [
     ),
     (
         "a JAXJob with a Master replica type",
-        job("JAXJob").replica("Master").build(),
+        job("JAXJob").replica("Master").doc(),
         ['spec.jaxReplicaSpecs[Master]: Unsupported value: "Master": supported values: "Worker"'],
     ),
     # --- MPIJob (validated in upstream's controller; field errors here) --------------------------
@@ -317,17 +317,17 @@ CASES = [
         job("MPIJob")
         .replica("Launcher", containers=[{"name": "launcher", "image": "mpi:1"}])
         .replica("Worker", 2, containers=[{"name": "worker", "image": "mpi:1"}])
-        .build(),
+        .doc(),
         [],
     ),
     (
         "an MPIJob without a Launcher",
-        job("MPIJob").replica("Worker", 2).build(),
+        job("MPIJob").replica("Worker", 2).doc(),
         ["spec.mpiReplicaSpecs[Launcher]: Required value: must be present"],
     ),
     (
         "an MPIJob with two launchers",
-        job("MPIJob").replica("Launcher", 2).build(),
+        job("MPIJob").replica("Launcher", 2).doc(),
         [
             "spec.mpiReplicaSpecs[Launcher].replicas: Forbidden: "
             "there must be only 1 launcher replica"
@@ -335,7 +335,7 @@ CASES = [
     ),
     (
         "an MPIJob with a lowercase launcher key (MPI keys are not normalised upstream)",
-        job("MPIJob").replica("Launcher").replica("worker", 1).build(),
+        job("MPIJob").replica("Launcher").replica("worker", 1).doc(),
         [
             'spec.mpiReplicaSpecs[worker]: Unsupported value: "worker": '
             'supported values: "Launcher", "Worker"'
@@ -344,12 +344,12 @@ CASES = [
     # --- MXJob (legacy) ----------------------------------------------------------------------
     (
         "a valid MXJob",
-        job("MXJob").replica("Scheduler").replica("Server").replica("Worker", 2).build(),
+        job("MXJob").replica("Scheduler").replica("Server").replica("Worker", 2).doc(),
         [],
     ),
     (
         "an MXJob with two schedulers",
-        job("MXJob").replica("Scheduler", 2).build(),
+        job("MXJob").replica("Scheduler", 2).doc(),
         ["spec.mxReplicaSpecs[Scheduler].replicas: Forbidden: must be 1"],
     ),
 ]
@@ -361,14 +361,14 @@ def test_webhook_scenarios(doc: dict[str, Any], expected: list[str]) -> None:
 
 
 def test_replica_keys_are_normalised_before_validation() -> None:
-    doc = job("PyTorchJob").replica("master").replica("WORKER", 2).build()
+    doc = job("PyTorchJob").replica("master").replica("WORKER", 2).doc()
     verdict = api.review(doc)
     assert verdict.ok, verdict.messages()
     assert list(verdict.obj.replica_specs()) == ["Master", "Worker"]  # type: ignore[union-attr]
 
 
 def test_replica_keys_differing_only_in_case_are_a_duplicate() -> None:
-    doc = job("TFJob").replica("Worker").replica("worker").build()
+    doc = job("TFJob").replica("Worker").replica("worker").doc()
     assert errors_of(doc) == ['spec.tfReplicaSpecs[worker]: Duplicate value: "worker"']
 
 
@@ -407,15 +407,15 @@ UPDATE_CASES = [
     ("kind", "rtype", "expected"), [c[1:] for c in UPDATE_CASES], ids=[c[0] for c in UPDATE_CASES]
 )
 def test_managed_by_is_immutable(kind: str, rtype: str, expected: list[str]) -> None:
-    old = job(kind).replica(rtype).build()
-    new = job(kind).replica(rtype).run_policy(managedBy="kueue.x-k8s.io/multikueue").build()
+    old = job(kind).replica(rtype).doc()
+    new = job(kind).replica(rtype).run_policy(managedBy="kueue.x-k8s.io/multikueue").doc()
     assert errors_of(new, old) == expected
     assert errors_of(old, old) == []
 
 
 def test_queue_is_immutable_once_set() -> None:
-    old = job("PyTorchJob").replica("Master").run_policy(schedulingPolicy={"queue": "a"}).build()
-    new = job("PyTorchJob").replica("Master").run_policy(schedulingPolicy={"queue": "b"}).build()
+    old = job("PyTorchJob").replica("Master").run_policy(schedulingPolicy={"queue": "a"}).doc()
+    new = job("PyTorchJob").replica("Master").run_policy(schedulingPolicy={"queue": "b"}).doc()
     assert errors_of(new, old) == [
         'spec.runPolicy.schedulingPolicy.queue: Invalid value: "b": '
         "spec.runPolicy.schedulingPolicy.queue is immutable"
@@ -423,13 +423,13 @@ def test_queue_is_immutable_once_set() -> None:
 
 
 def test_queue_may_be_set_on_a_job_that_had_none() -> None:
-    old = job("PyTorchJob").replica("Master").build()
-    new = job("PyTorchJob").replica("Master").run_policy(schedulingPolicy={"queue": "b"}).build()
+    old = job("PyTorchJob").replica("Master").doc()
+    new = job("PyTorchJob").replica("Master").run_policy(schedulingPolicy={"queue": "b"}).doc()
     assert errors_of(new, old) == []
 
 
 def test_elastic_nproc_per_node_is_deprecated_with_a_warning() -> None:
-    doc = job("PyTorchJob").replica("Worker", 2).spec(elasticPolicy={"nProcPerNode": 2}).build()
+    doc = job("PyTorchJob").replica("Worker", 2).spec(elasticPolicy={"nProcPerNode": 2}).doc()
     verdict = api.review(doc)
     assert verdict.ok
     assert verdict.warnings == (
@@ -438,20 +438,20 @@ def test_elastic_nproc_per_node_is_deprecated_with_a_warning() -> None:
 
 
 def test_mxjob_is_accepted_with_a_deprecation_warning() -> None:
-    verdict = api.review(job("MXJob").replica("Worker").build())
+    verdict = api.review(job("MXJob").replica("Worker").doc())
     assert verdict.ok
     assert len(verdict.warnings) == 1
     assert "MXJob is deprecated" in verdict.warnings[0]
 
 
 def test_every_problem_is_reported_at_once() -> None:
-    doc = job("XGBoostJob", "X").replica("Worker", containers=[{"name": "a", "image": ""}]).build()
+    doc = job("XGBoostJob", "X").replica("Worker", containers=[{"name": "a", "image": ""}]).doc()
     assert len(errors_of(doc)) == 4  # name, image, default container, missing Master
 
 
 def test_admit_raises_invalid_with_every_message() -> None:
     with pytest.raises(api.Invalid) as caught:
-        api.admit(job("XGBoostJob").replica("Worker").build())
+        api.admit(job("XGBoostJob").replica("Worker").doc())
     assert caught.value.review.messages() == [
         "XGBoostJob/test-job: spec.xgbReplicaSpecs[Master]: Required value: must be present"
     ]

@@ -12,7 +12,7 @@ import yaml
 
 from kubetrain import api
 from kubetrain.cli import main
-from tests.unit.api.jobs import job
+from tests.builders import job
 
 Run = tuple[int, str, str]
 
@@ -34,11 +34,11 @@ def write(tmp_path: Path, name: str, *docs: Any) -> Path:
 
 
 def pytorch(name: str = "p") -> dict[str, Any]:
-    return job("PyTorchJob", name).replica("Master").replica("Worker", 2).build()
+    return job("PyTorchJob", name).replica("Master").replica("Worker", 2).doc()
 
 
 def jax(name: str = "j") -> dict[str, Any]:
-    return job("JAXJob", name).replica("Worker", 2).build()
+    return job("JAXJob", name).replica("Worker", 2).doc()
 
 
 TORCH_RUNTIME: dict[str, Any] = yaml.safe_load(
@@ -189,7 +189,7 @@ def test_unquoted_timestamps_stay_strings_as_kubernetes_reads_them(
 def test_replica_keys_in_any_case_are_printed_camel_cased(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    doc = job("TFJob", "t").replica("ps").replica("WORKER", 2).build()
+    doc = job("TFJob", "t").replica("ps").replica("WORKER", 2).doc()
     code, out, _ = run(capsys, "-f", str(write(tmp_path, "t.yaml", doc)))
     assert code == 0
     assert list(yaml.safe_load(out)["spec"]["tfReplicaSpecs"]) == ["PS", "Worker"]
@@ -220,12 +220,12 @@ def test_json_output_of_several_objects_is_a_list(
 def test_quiet_prints_nothing_when_everything_is_valid(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    mx = job("MXJob", "m").replica("Scheduler").build()
+    mx = job("MXJob", "m").replica("Scheduler").doc()
     assert run(capsys, "-q", "-f", str(write(tmp_path, "m.yaml", mx))) == (0, "", "")
 
 
 def test_quiet_still_reports_problems(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    bad = job("JAXJob", "j").replica("Worker", -1).build()
+    bad = job("JAXJob", "j").replica("Worker", -1).doc()
     code, out, err = run(capsys, "-q", "-f", str(write(tmp_path, "j.yaml", bad)))
     assert (code, out) == (1, "")
     assert "JAXJob/j: spec.jaxReplicaSpecs[Worker].replicas" in err
@@ -237,7 +237,7 @@ def test_quiet_still_reports_problems(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_an_mxjob_is_accepted_with_a_deprecation_warning(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    mx = job("MXJob", "m").replica("Scheduler").build()
+    mx = job("MXJob", "m").replica("Scheduler").doc()
     code, out, err = run(capsys, "-f", str(write(tmp_path, "m.yaml", mx)))
     assert code == 0
     assert out
@@ -249,9 +249,7 @@ def test_an_mxjob_is_accepted_with_a_deprecation_warning(
 def test_the_deprecated_elastic_nproc_field_is_accepted_with_a_warning(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    doc = (
-        job("PyTorchJob", "p").replica("Worker", 2).spec(elasticPolicy={"nProcPerNode": 2}).build()
-    )
+    doc = job("PyTorchJob", "p").replica("Worker", 2).spec(elasticPolicy={"nProcPerNode": 2}).doc()
     code, _, err = run(capsys, "-f", str(write(tmp_path, "p.yaml", doc)))
     assert code == 0
     assert err.splitlines() == [
@@ -266,7 +264,7 @@ def test_an_invalid_object_prints_every_problem_and_nothing_on_stdout(
     bad = (
         job("PyTorchJob", "Bad_Name")
         .replica("Master", 2, containers=[{"name": "main", "image": "x"}])
-        .build()
+        .doc()
     )
     path = write(tmp_path, "jobs.yaml", jax("fine"), bad)
     code, out, err = run(capsys, "-f", str(path))
@@ -280,8 +278,8 @@ def test_an_invalid_object_prints_every_problem_and_nothing_on_stdout(
 def test_problems_of_every_file_are_reported_together(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    first = write(tmp_path, "a.yaml", job("JAXJob", "a").replica("Worker", -1).build())
-    second = write(tmp_path, "b.yaml", job("JAXJob", "b").replica("Master").build())
+    first = write(tmp_path, "a.yaml", job("JAXJob", "a").replica("Worker", -1).doc())
+    second = write(tmp_path, "b.yaml", job("JAXJob", "b").replica("Master").doc())
     code, _, err = run(capsys, "-f", str(first), "-f", str(second))
     assert code == 1
     assert [line.split(":")[0] for line in err.splitlines()] == ["JAXJob/a", "JAXJob/b"]
@@ -311,7 +309,7 @@ def test_documents_before_a_syntax_error_are_still_judged(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     path = tmp_path / "mixed.yaml"
-    bad = job("JAXJob", "j").replica("Worker", -1).build()
+    bad = job("JAXJob", "j").replica("Worker", -1).doc()
     path.write_text(yaml.safe_dump(bad) + "---\nkind: [\n", encoding="utf-8")
     code, _, err = run(capsys, "-f", str(path))
     assert code == 1

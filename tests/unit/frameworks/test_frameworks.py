@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api, frameworks
-from tests.unit.frameworks.builders import (
+from tests.builders import (
     jaxjob,
     mpijob,
     mxjob,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import frameworks
-from tests.unit.frameworks.builders import jaxjob
+from tests.builders import jaxjob
 
 
 def test_successful_environment_variable_setup() -> None:

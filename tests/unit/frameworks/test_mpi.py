@@ -8,7 +8,7 @@ import pytest
 
 from kubetrain import frameworks
 from kubetrain.frameworks import mpi
-from tests.unit.frameworks.builders import mpijob
+from tests.builders import mpijob
 
 
 def job_with(workers: int = 2, *, gpu: str | None = None, **spec: Any) -> Any:

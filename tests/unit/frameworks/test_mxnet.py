@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import frameworks
-from tests.unit.frameworks.builders import mxjob
+from tests.builders import mxjob
 
 
 def env_of(job: Any, rtype: str, index: int) -> dict[str, str]:

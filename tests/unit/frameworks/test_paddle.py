@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import frameworks
-from tests.unit.frameworks.builders import paddlejob
+from tests.builders import paddlejob
 
 POD_IP = {"name": "POD_IP_DUMMY", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}
 

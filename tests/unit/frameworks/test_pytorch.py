@@ -8,7 +8,7 @@ import pytest
 
 from kubetrain import frameworks
 from kubetrain.frameworks import pytorch
-from tests.unit.frameworks.builders import drop_ports, pytorchjob
+from tests.builders import drop_ports, pytorchjob
 
 
 def env_of(job: Any, rtype: str, index: int) -> list[tuple[str, str]]:

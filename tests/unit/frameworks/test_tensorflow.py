@@ -8,7 +8,7 @@ import pytest
 
 from kubetrain import frameworks
 from kubetrain.frameworks import tensorflow
-from tests.unit.frameworks.builders import tfjob
+from tests.builders import tfjob
 
 
 def tf_config_of(job: Any, rtype: str, index: int, **settings: Any) -> str | None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain import frameworks
-from tests.unit.frameworks.builders import drop_ports, xgboostjob
+from tests.builders import drop_ports, xgboostjob
 
 
 def env_of(job: Any, rtype: str, index: int) -> list[tuple[str, str]]:

@@ -1,7 +1,8 @@
-"""Builders for defaulted v1 jobs in framework tests: a manifest dict, admitted like the server.
+"""Builders for v1 job manifests in tests.
 
 ``pytorchjob("ns", "a").master().workers(2).build()`` returns the typed, defaulted job that
-the operator would see; ``.doc()`` returns the manifest as a user would write it.
+the operator would see; ``.doc()`` returns the manifest as a user would write it, for tests
+of validation and of the command line.
 """
 
 from __future__ import annotations
@@ -46,8 +47,12 @@ class JobBuilder:
         annotations: dict[str, str] | None = None,
         labels: dict[str, str] | None = None,
         service_account: str | None = None,
+        containers: list[dict[str, Any]] | None = None,
     ) -> JobBuilder:
-        """One replica type with the framework's default container, plus named sidecars."""
+        """One replica type with the framework's default container, plus named sidecars.
+
+        ``containers`` replaces them all, for tests of malformed or unusual container lists.
+        """
         main: dict[str, Any] = {"name": self.container, "image": "example/train:1"}
         if ports is not None:
             main["ports"] = ports
@@ -57,7 +62,8 @@ class JobBuilder:
             main["command"] = command
         if limits is not None:
             main["resources"] = {"limits": limits}
-        containers = [main, *({"name": s, "image": "example/side:1"} for s in sidecars)]
+        if containers is None:
+            containers = [main, *({"name": s, "image": "example/side:1"} for s in sidecars)]
         pod_spec: dict[str, Any] = {"containers": containers}
         if service_account is not None:
             pod_spec["serviceAccountName"] = service_account
@@ -86,12 +92,21 @@ class JobBuilder:
         self._doc["spec"].update(fields)
         return self
 
+    def run_policy(self, **fields: Any) -> JobBuilder:
+        """``spec.runPolicy`` fields by wire name, e.g. ``managedBy="..."``."""
+        self._doc["spec"].setdefault("runPolicy", {}).update(fields)
+        return self
+
     def doc(self) -> dict[str, Any]:
         return copy.deepcopy(self._doc)
 
     def build(self) -> Any:
         """The defaulted job, as ``kubetrain.api.admit`` returns it."""
         return api.admit(self.doc())
+
+
+def job(kind: str, name: str = "test-job", namespace: str = "default") -> JobBuilder:
+    return JobBuilder(kind, namespace, name)
 
 
 def tfjob(namespace: str = "default", name: str = "test-tfjob") -> JobBuilder:
