@@ -132,8 +132,6 @@ class StatusRules:
     worker0_success: bool = False
     # PyTorch: with spec.elasticPolicy, one succeeded Worker ends the job.
     elastic_success: bool = False
-    # MPI's Failed reason has the kind twice (upstream applies NewReason twice).
-    failed_reason: str | None = None
     messages: Messages | None = None
 
 

@@ -99,9 +99,9 @@ def evaluate(
     words = {"name": job.name, "namespace": _replicas.namespace(job)}
     changes: list[Condition] = []
 
-    def add(kind: str, template: str, reason: str | None = None, **more: object) -> None:
+    def add(kind: str, template: str, **more: object) -> None:
         message = template.format(**words, **more)
-        changes.append(Condition(kind, reason or f"{job.KIND}{kind}", message))
+        changes.append(Condition(kind, f"{job.KIND}{kind}", message))
 
     for rtype in rules.order:
         spec = specs.get(rtype)
@@ -142,7 +142,7 @@ def evaluate(
         if spec.restart_policy in rules.restart_policies:
             add(RESTARTING, messages.restarting, failed=count.failed, rtype=rtype)
         else:
-            add(FAILED, messages.failed, rules.failed_reason, failed=count.failed, rtype=rtype)
+            add(FAILED, messages.failed, failed=count.failed, rtype=rtype)
     return Outcome(tuple(changes))
 
 

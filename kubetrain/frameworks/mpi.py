@@ -4,7 +4,8 @@ Upstream: ``pkg/controller.v1/mpi/{mpijob,mpijob_controller}.go`` (v1.9.4). This
 what goes into the ``<job>-config`` ConfigMap (hostfile, kubexec.sh, discover_hosts.sh) and
 what the launcher and worker pods get (env, mounts, the kubectl-delivery init container, the
 ``sleep 365d`` default command). It builds text and plain dicts only; the reconciler creates
-the objects. Pure: no I/O, no logging.
+the objects. A failed MPIJob's reason is ``MPIJobFailed``, like every other kind (upstream
+prefixes the kind twice: ``MPIJobMPIJobFailed``). Pure: no I/O, no logging.
 """
 
 from __future__ import annotations
@@ -190,7 +191,6 @@ FRAMEWORK = Framework(
         order=("Launcher", "Worker"),
         leaders=("Launcher",),
         restart_policies=frozenset({"ExitCode"}),
-        failed_reason="MPIJobMPIJobFailed",
         messages=Messages.standard("MPIJob"),
     ),
 )

@@ -276,8 +276,9 @@ STATUS = [
                  id="a succeeded launcher ends the job"),
     pytest.param(None, {"Launcher": (0, 0, 1), "Worker": (2, 0, 0)},
                  (C("Failed", "MPIJob m is failed because 1 Launcher replica(s) failed.",
-                    "MPIJobMPIJobFailed"),),
-                 id="a failed launcher fails the job with upstream's doubled reason"),
+                    "MPIJobFailed"),),
+                 id="a failed launcher fails the job with reason MPIJobFailed, "
+                    "not upstream's doubled MPIJobMPIJobFailed"),
     pytest.param("ExitCode", {"Launcher": (1, 0, 0), "Worker": (1, 0, 1)},
                  (C("Running", "MPIJob m is running."),
                   C("Restarting", "MPIJob m is restarting because 1 Worker replica(s) failed.")),
