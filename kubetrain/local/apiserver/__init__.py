@@ -1,0 +1,17 @@
+"""A Kubernetes-compatible API server on SQLite: the part of the REST API kubetrain, kubectl
+and the official clients use, with kube-apiserver's semantics.
+
+Modules, lowest first (the pure ones do no I/O and are tested with tables):
+
+- ``selectors``  label and field selectors: parsing (kube's grammar and messages) and matching
+- ``patches``    JSON merge patch, JSON patch, strategic merge patch for built-in kinds
+- ``apply``      server-side apply: managedFields, field ownership, conflicts, force
+- ``schema``     structural OpenAPI schemas of CRDs: defaulting, pruning, validation
+- ``tables``     ``meta.k8s.io/v1`` Table responses: built-in columns and CRD printer columns
+- ``openapi``    the OpenAPI v2 and v3 documents kubectl reads
+- ``store``      SQLite (WAL) or in-memory storage: one resourceVersion sequence, the event log
+- ``watch``      watch fan-out and resume from a resourceVersion; 410 Gone after compaction
+- ``resources``  the built-in resource table (group, version, kind, plural, scope, verbs)
+- ``registry``   generic create/get/list/update/patch/delete/watch over ``store``
+- ``server``     the aiohttp application: routing, auth, TLS, discovery, Status errors
+"""
