@@ -1,0 +1,1722 @@
+"""Structural schemas of CustomResourceDefinitions, applied to custom resources the way
+kube-apiserver (apiextensions-apiserver, Kubernetes 1.32) applies them.
+
+A request body for a custom resource goes through, in this order::
+
+    removed = prune(obj, schema)            # unknown fields; paths for fieldValidation
+    apply_defaults(obj, schema)             # non-nullable nulls dropped, then ``default:``
+    causes = validate(obj, schema, old)     # StatusCause dicts for a 422
+
+``prune`` and ``apply_defaults`` also run when an object is read back from storage, as
+kube-apiserver does, so a default added to a CRD later shows up on old objects.
+
+This module owns those three steps, the checks kube-apiserver makes on a CRD before it
+serves it (:func:`crd_problems`, with the defaults it applies first,
+:func:`apply_crd_defaults`), and the small questions about a CRD's versions. It returns
+data: it does no I/O, keeps no state, and never raises for bad input, which it reports.
+
+Fidelity notes, each from the upstream source named:
+
+* Messages and reasons are kube's (``kube-openapi/pkg/validation`` errors turned into
+  ``field.Error`` by ``apiextensions-apiserver/pkg/apiserver/validation``): a wrong type reads
+  ``Invalid value: "string": spec.replicas in body must be of type integer: "string"``
+  (the value shown is the JSON type that was sent, not the value). Bad values print as Go
+  prints them (:func:`go_value`).
+* ``format: int32``/``int64`` bounds are *not* checked: kube strips formats it does not
+  validate (``StripUnsupportedFormatsPostProcess``), and ``int32`` is one of them, so a
+  custom resource may hold ``2**40`` in an ``int32`` field on a real cluster too. String
+  formats kube does check (``date-time``, ``uuid``, ``ipv4``, ``cidr``, ...) are checked.
+* Updates ratchet (``CRDValidationRatcheting``, on by default since 1.30): an error in a part
+  of the object that is unchanged from ``old`` is dropped.
+* ``x-kubernetes-validations`` (CEL) rules are not evaluated, except the transition rule
+  ``self == oldSelf`` (immutability), which is checked on update where kube would correlate
+  the old value. kubetrain's admission (``kubetrain.api.review``) enforces the same rules for
+  kubetrain's kinds with the same messages. As kube does, when an object has a type,
+  required, enum, too-long or too-many error and the schema has rules, one more cause says
+  that rules were not checked.
+* ``anyOf``/``allOf``/``oneOf``/``not`` are not evaluated (kubetrain's CRDs use none), and
+  the ``metadata`` of embedded resources is kept as sent.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import ipaddress
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+Schema = dict[str, Any]
+Cause = dict[str, str]
+
+_INT64 = (-(2**63), 2**63 - 1)
+_TYPE_META = ("apiVersion", "kind", "metadata")
+_IMMUTABLE_RULE = re.compile(r"^\s*self\s*==\s*oldSelf\s*$")
+
+# --- Go-compatible rendering -----------------------------------------------------------
+# kube builds its messages with Go's fmt and encoding/json; these reproduce the output for
+# JSON values (str, int, float, bool, None, list, dict).
+
+
+def go_quote(text: str) -> str:
+    """``strconv.Quote``: double quotes, Go escapes, printable Unicode kept as is."""
+    out = ['"']
+    for ch in text:
+        code = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable():
+            out.append(ch)
+        elif code < 0x80:
+            out.append(f"\\x{code:02x}")
+        elif code <= 0xFFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(f"\\U{code:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_GO_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\v": "\\v",
+}
+
+
+def _digits(value: float) -> tuple[bool, str, int]:
+    """Shortest round-trip decimal digits of ``value`` and the decimal point position."""
+    _, digits, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    return value < 0, text, len(text) + int(exponent)
+
+
+def go_float(value: float) -> str:
+    """A float64 as Go's ``%v`` prints it: shortest digits, ``e`` form from 1e+06."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    negative, digits, point = _digits(value)
+    exp = point - 1
+    if exp < -4 or exp >= 6:
+        text = _e_form(digits, exp, two_digit_exponent=True)
+    else:
+        text = _f_form(digits, point)
+    return "-" + text if negative else text
+
+
+def _e_form(digits: str, exp: int, *, two_digit_exponent: bool) -> str:
+    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    width = 2 if two_digit_exponent else 1
+    return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp):0{width}d}"
+
+
+def _f_form(digits: str, point: int) -> str:
+    if point <= 0:
+        return "0." + "0" * -point + digits
+    if point >= len(digits):
+        return digits + "0" * (point - len(digits))
+    return digits[:point] + "." + digits[point:]
+
+
+def _json_float(value: float) -> str:
+    """A float64 as ``encoding/json`` writes it."""
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    negative, digits, point = _digits(value)
+    if 1e-6 <= abs(value) < 1e21:
+        text = _f_form(digits, point)
+    else:
+        text = _e_form(digits, point - 1, two_digit_exponent=False)
+    return "-" + text if negative else text
+
+
+def go_json(value: Any) -> str:
+    """Compact JSON as ``encoding/json`` marshals it: sorted keys, HTML characters escaped."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _json_float(value)
+    if isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False)
+        for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+            text = text.replace(ch, esc)
+        return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    if isinstance(value, dict):
+        items = (f"{go_json(str(k))}:{go_json(value[k])}" for k in sorted(value))
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(v) for v in value) + "]"
+    return go_json(str(value))
+
+
+def _go_sharp(value: Any) -> str:
+    """Go's ``%#v`` of a decoded JSON value (``map[string]interface {}{...}``)."""
+    if value is None:
+        return "interface {}(nil)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    if isinstance(value, dict):
+        items = ", ".join(f"{go_quote(str(k))}:{_go_sharp(value[k])}" for k in sorted(value))
+        return "map[string]interface {}{" + items + "}"
+    if isinstance(value, list | tuple):
+        return "[]interface {}{" + ", ".join(_go_sharp(v) for v in value) + "}"
+    return go_quote(str(value))
+
+
+def go_value(value: Any) -> str:
+    """A bad value as ``field.Error`` prints it: ``"text"``, ``3``, ``true``, ``null``, and
+    ``map[string]interface {}{...}`` for objects."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return go_float(value)
+    if isinstance(value, str):
+        return go_quote(value)
+    return _go_sharp(value)
+
+
+# --- causes ------------------------------------------------------------------------------
+
+
+def _cause(reason: str, message: str, field: str) -> Cause:
+    return {"reason": reason, "message": message, "field": field}
+
+
+def _invalid(field: str, value: Any, detail: str) -> Cause:
+    return _cause("FieldValueInvalid", f"Invalid value: {go_value(value)}: {detail}", field)
+
+
+def _required(field: str, detail: str = "") -> Cause:
+    return _cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), field)
+
+
+def _forbidden(field: str, detail: str) -> Cause:
+    return _cause("FieldValueForbidden", f"Forbidden: {detail}", field)
+
+
+def _not_supported(field: str, value: Any, supported: list[str]) -> Cause:
+    message = f"Unsupported value: {go_value(value)}"
+    if supported:
+        message += ": supported values: " + ", ".join(go_quote(s) for s in supported)
+    return _cause("FieldValueNotSupported", message, field)
+
+
+def _duplicate(field: str, value: Any) -> Cause:
+    return _cause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", field)
+
+
+def _too_many(field: str, actual: int, limit: int) -> Cause:
+    return _cause(
+        "FieldValueTooMany", f"Too many: {actual}: must have at most {limit} items", field
+    )
+
+
+def _field_key(path: str, key: str) -> str:
+    return f"{path}[{key}]"
+
+
+def _field_child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+# --- JSON values -------------------------------------------------------------------------
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer" if _INT64[0] <= value <= _INT64[1] else "number"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_json_integer(value: float) -> bool:
+    """``swag.IsFloat64AJSONInteger``: integral and within ±2**53."""
+    return math.isfinite(value) and abs(value) <= 2**53 and value == math.floor(value)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Go's ``reflect.DeepEqual`` on decoded JSON: ``1`` and ``1.0`` and ``true`` differ."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int) and isinstance(b, int):
+        return a == b
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if type(a) is not type(b):
+        return False
+    return bool(a == b)
+
+
+def _items(schema: Schema | None) -> Schema | None:
+    items = schema.get("items") if schema else None
+    return items if isinstance(items, dict) else None
+
+
+def _additional(schema: Schema | None) -> tuple[bool, Schema | None]:
+    """Whether ``additionalProperties`` is set, and its schema (None for ``true``)."""
+    if not schema or "additionalProperties" not in schema:
+        return False, None
+    extra = schema["additionalProperties"]
+    if isinstance(extra, dict):
+        return True, extra
+    return extra is not False, None
+
+
+def _field_schema(schema: Schema | None, key: str) -> Schema | None:
+    """The schema a map key's value follows: its property, else additionalProperties."""
+    if not schema:
+        return None
+    prop = schema.get("properties", {}).get(key)
+    if prop is not None:
+        return prop
+    return _additional(schema)[1]
+
+
+# --- pruning -----------------------------------------------------------------------------
+
+
+def prune(obj: dict[str, Any], schema: Schema | None) -> list[str]:
+    """Remove the fields ``schema`` does not specify, as kube-apiserver does on decoding.
+
+    Returns the removed paths, sorted, in kube's notation (``spec.foo``,
+    ``spec.items[0].bar``), which the server reports for ``fieldValidation=Strict``
+    (400 ``strict decoding error: unknown field "spec.foo"``) or ``Warn`` (a warning header
+    ``unknown field "spec.foo"``). ``apiVersion``, ``kind`` and ``metadata`` at the root are
+    never pruned here (kube coerces root metadata separately; see :func:`prune_metadata`);
+    nor are they inside an ``x-kubernetes-embedded-resource``. Under
+    ``x-kubernetes-preserve-unknown-fields: true`` unknown fields stay, while known ones are
+    still pruned inside. Follows ``apiextensions-apiserver/.../schema/pruning/algorithm.go``.
+    """
+    if schema is None:
+        return []
+    removed: list[str] = []
+    _prune(obj, {**schema, "x-kubernetes-embedded-resource": True}, "", removed)
+    removed.sort()
+    return removed
+
+
+def _prune(value: Any, schema: Schema | None, path: str, removed: list[str]) -> None:
+    if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields") is True:
+        _skip_prune(value, schema, path, removed)
+        return
+    if isinstance(value, dict):
+        if schema is None:
+            for key in list(value):
+                removed.append(_path_key(path, key))
+                del value[key]
+            return
+        embedded = schema.get("x-kubernetes-embedded-resource") is True
+        props = schema.get("properties", {})
+        has_extra, extra = _additional(schema)
+        for key in list(value):
+            if embedded and key in _TYPE_META:
+                continue
+            if key in props:
+                _prune(value[key], props[key], _path_key(path, key), removed)
+            elif has_extra:
+                _prune(value[key], extra, _path_key(path, key), removed)
+            else:
+                if key not in _TYPE_META or path:
+                    removed.append(_path_key(path, key))
+                del value[key]
+    elif isinstance(value, list):
+        items = _items(schema)
+        for i, item in enumerate(value):
+            _prune(item, items, f"{path}[{i}]", removed)
+
+
+def _skip_prune(value: Any, schema: Schema | None, path: str, removed: list[str]) -> None:
+    if schema is None:
+        return
+    if isinstance(value, dict):
+        embedded = schema.get("x-kubernetes-embedded-resource") is True
+        props = schema.get("properties", {})
+        has_extra, extra = _additional(schema)
+        for key in list(value):
+            if embedded and key in _TYPE_META:
+                continue
+            if key in props:
+                _prune(value[key], props[key], _path_key(path, key), removed)
+            elif has_extra:
+                _prune(value[key], extra, _path_key(path, key), removed)
+    elif isinstance(value, list):
+        items = _items(schema)
+        for i, item in enumerate(value):
+            _skip_prune(item, items, f"{path}[{i}]", removed)
+
+
+def _path_key(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+_OBJECT_META = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
+_OWNER_REFERENCE = frozenset(
+    {"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"}
+)
+
+
+def prune_metadata(obj: dict[str, Any]) -> list[str]:
+    """Remove unknown fields of the root ``metadata`` (ObjectMeta and its owner
+    references), returning their paths (``metadata.foo``) as :func:`prune` does.
+
+    kube-apiserver decodes metadata into its typed ObjectMeta, which drops what it does not
+    know and reports it for fieldValidation; this applies to every kind, built-in or custom.
+    """
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return []
+    removed = []
+    for key in list(metadata):
+        if key not in _OBJECT_META:
+            removed.append(f"metadata.{key}")
+            del metadata[key]
+    owners = metadata.get("ownerReferences")
+    if isinstance(owners, list):
+        for i, owner in enumerate(owners):
+            if isinstance(owner, dict):
+                for key in list(owner):
+                    if key not in _OWNER_REFERENCE:
+                        removed.append(f"metadata.ownerReferences[{i}].{key}")
+                        del owner[key]
+    removed.sort()
+    return removed
+
+
+# --- defaulting --------------------------------------------------------------------------
+
+
+def apply_defaults(obj: dict[str, Any], schema: Schema | None) -> None:
+    """Apply ``default:`` values in place, as kube-apiserver does after pruning.
+
+    First, nulls in object fields whose schema is neither nullable nor defaulted are
+    dropped (``PruneNonNullableNullsWithoutDefaults``). Then every property with a default
+    that is absent, or null while not nullable, gets a deep copy of the default, wherever
+    its parent object exists: in nested objects, in array items and in additionalProperties
+    values; a null array item or map value takes the items/values default. A default is
+    itself defaulted further down. Follows ``.../schema/defaulting/algorithm.go``.
+    """
+    if schema is None:
+        return
+    _drop_nulls(obj, schema)
+    _default(obj, schema)
+
+
+def _non_nullable(schema: Schema | None) -> bool:
+    return schema is not None and not schema.get("nullable", False)
+
+
+def _drop_nulls(value: Any, schema: Schema | None) -> None:
+    if isinstance(value, dict):
+        for key in list(value):
+            child = _field_schema(schema, key)
+            if value[key] is None and _non_nullable(child) and (child or {}).get("default") is None:
+                del value[key]
+            else:
+                _drop_nulls(value[key], child)
+    elif isinstance(value, list):
+        items = _items(schema)
+        for item in value:
+            _drop_nulls(item, items)
+
+
+def _default(value: Any, schema: Schema | None) -> None:
+    if schema is None:
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        for key, prop in props.items():
+            if prop.get("default") is None:
+                continue
+            if key not in value or (value[key] is None and _non_nullable(prop)):
+                value[key] = copy.deepcopy(prop["default"])
+        _, extra = _additional(schema)
+        for key in list(value):
+            if key in props:
+                _default(value[key], props[key])
+            elif extra is not None:
+                if value[key] is None and _non_nullable(extra):
+                    value[key] = copy.deepcopy(extra.get("default"))
+                _default(value[key], extra)
+    elif isinstance(value, list):
+        items = _items(schema)
+        for i in range(len(value)):
+            if value[i] is None and items is not None and _non_nullable(items):
+                value[i] = copy.deepcopy(items.get("default"))
+            _default(value[i], items)
+
+
+# --- validation --------------------------------------------------------------------------
+
+# Formats kube validates (``apiextensions-apiserver/pkg/apiserver/validation/formats.go``),
+# named without dashes; any other format is ignored.
+_UUID = {
+    "uuid": r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
+    "uuid3": r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
+    "uuid4": r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
+    "uuid5": r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
+}
+# strfmt's IsDateTime: a full date, "t", then a time with a zone (lower-cased first).
+_DATE_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})t(\d{2}):(\d{2}):(\d{2})(.\d+)?(z|[+-]\d{2}:\d{2})$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,255}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$"
+)
+_DURATION = re.compile(
+    r"^(?:[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+$"
+    r"|^\d+\s*(?:ns|us|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?"
+    r"|minutes?|hours?|days?|weeks?)$"
+)
+_MAC = re.compile(
+    r"^(?:[0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$|^(?:[0-9A-Fa-f]{2}[:-]){7}[0-9A-Fa-f]{2}$"
+    r"|^(?:[0-9A-Fa-f]{2}[:-]){19}[0-9A-Fa-f]{2}$|^(?:[0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4}$"
+)
+
+
+def _valid_date(text: str) -> bool:
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return False
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _valid_date_time(text: str) -> bool:
+    match = _DATE_TIME.match(text.lower())
+    if not match or not _valid_date(match.group(1)):
+        return False
+    return match.group(2) <= "23" and match.group(3) <= "59" and match.group(4) <= "59"
+
+
+def _valid_ip(text: str, version: int) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return ("." in text) if version == 4 else (":" in text)
+
+
+def _valid_cidr(text: str) -> bool:
+    try:
+        ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        return False
+    return "/" in text
+
+
+def _valid_byte(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+_FORMATS: dict[str, Any] = {
+    "bsonobjectid": re.compile(r"^[0-9a-fA-F]{24}$").match,
+    "uri": lambda s: bool(re.match(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|/)\S*$", s)),
+    "email": lambda s: bool(re.fullmatch(r"[^@\s<>]+@[^@\s<>]+", s)),
+    "hostname": _HOSTNAME.match,
+    "ipv4": lambda s: _valid_ip(s, 4),
+    "ipv6": lambda s: _valid_ip(s, 6),
+    "cidr": _valid_cidr,
+    "mac": _MAC.match,
+    **{name: re.compile(rx).match for name, rx in _UUID.items()},
+    "isbn": lambda s: bool(re.fullmatch(r"(?:\d[- ]?){9}[\dXx]|(?:\d[- ]?){12}\d", s)),
+    "isbn10": lambda s: bool(re.fullmatch(r"(?:\d[- ]?){9}[\dXx]", s)),
+    "isbn13": lambda s: bool(re.fullmatch(r"(?:\d[- ]?){12}\d", s)),
+    "creditcard": lambda s: bool(re.fullmatch(r"(?:\D*\d){13,19}\D*", s)),
+    "ssn": re.compile(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$").match,
+    "hexcolor": re.compile(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$").match,
+    "rgbcolor": re.compile(r"^rgb\(\s*\d{1,3}%?\s*,\s*\d{1,3}%?\s*,\s*\d{1,3}%?\s*\)$").match,
+    "byte": _valid_byte,
+    "password": lambda s: True,
+    "date": _valid_date,
+    "duration": _DURATION.match,
+    "datetime": _valid_date_time,
+}
+
+
+def _format_of(schema: Schema) -> str:
+    """The schema's format if kube validates it, else ``""``."""
+    name = schema.get("format")
+    if isinstance(name, str) and name.replace("-", "") in _FORMATS:
+        return name
+    return ""
+
+
+@dataclass
+class _Error:
+    """A ``kube-openapi`` validation error before it becomes a ``field.Error``."""
+
+    code: str  # type, required, enum, too_long, max_items, max_props, or invalid
+    name: str  # kube-openapi's path: "spec.replicas", ".spec" for required at the root
+    value: Any = None
+    message: str = ""
+    limit: int = -1
+    values: tuple[Any, ...] = ()
+
+
+def _in_body(name: str, text: str) -> str:
+    return f"{name} in body {text}"
+
+
+def _type_error(name: str, type_name: str, actual: str) -> _Error:
+    return _Error(
+        "type", name, actual, _in_body(name, f"must be of type {type_name}: " + go_quote(actual))
+    )
+
+
+def _schema_types(schema: Schema) -> list[str]:
+    if schema.get("x-kubernetes-int-or-string") is True:
+        return ["integer", "string"]
+    kind = schema.get("type")
+    return [kind] if isinstance(kind, str) and kind else []
+
+
+def _check_type(value: Any, schema: Schema, name: str) -> list[_Error]:
+    """kube-openapi's type validator."""
+    types = _schema_types(schema)
+    fmt = _format_of(schema)
+    if not types and not fmt:
+        return []
+    if value is None:
+        if types and not schema.get("nullable", False):
+            return [_type_error(name, ",".join(types), "null")]
+        return []
+    actual = _json_type(value)
+    float_int = actual == "number" and "integer" in types and _is_json_integer(float(value))
+    int_float = actual == "integer" and "number" in types
+    if fmt and actual not in ("string", "array") and types:
+        data_format = {"integer": "int64", "number": "float64"}.get(actual, "")
+        if not (actual in types or float_int or int_float or data_format == fmt):
+            return [_type_error(name, fmt, data_format)]
+    if fmt and actual in ("string", "array") and not {"number", "integer"} & set(types):
+        return []
+    if types and not (actual in types or float_int or int_float):
+        return [_type_error(name, ",".join(types), actual)]
+    return []
+
+
+def _check_string(value: str, schema: Schema, name: str) -> list[_Error]:
+    length = len(value)
+    if "maxLength" in schema and length > schema["maxLength"]:
+        limit = int(schema["maxLength"])
+        message = _in_body(name, f"should be at most {limit} chars long")
+        return [_Error("too_long", name, value, message, limit)]
+    if "minLength" in schema and length < schema["minLength"]:
+        limit = int(schema["minLength"])
+        return [
+            _Error("invalid", name, value, _in_body(name, f"should be at least {limit} chars long"))
+        ]
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and pattern:
+        try:
+            matched = re.search(pattern, value) is not None
+        except re.error as err:
+            shown = f"{pattern}, but pattern is invalid: {err}"
+            return [_Error("invalid", name, value, _in_body(name, f"should match '{shown}'"))]
+        if not matched:
+            return [_Error("invalid", name, value, _in_body(name, f"should match '{pattern}'"))]
+    return []
+
+
+def _check_format(value: str, schema: Schema, name: str) -> list[_Error]:
+    fmt = _format_of(schema)
+    if fmt and not _FORMATS[fmt.replace("-", "")](value):
+        return [
+            _Error(
+                "type", name, value, _in_body(name, f"must be of type {fmt}: " + go_quote(value))
+            )
+        ]
+    return []
+
+
+def _bound(limit: float, value: int | float) -> str:
+    """A bound as kube prints it: an int64 against integer data, else a Go float."""
+    return str(int(limit)) if isinstance(value, int) else go_float(float(limit))
+
+
+def _check_multiple(value: int | float, factor: int | float, name: str) -> list[_Error]:
+    """``MultipleOfNativeType``: integer data against the factor truncated to an int64."""
+    if isinstance(value, int):
+        factor = int(factor)
+    if factor <= 0:
+        detail = f"factor MultipleOf declared for {name} must be positive: {go_value(factor)}"
+        return [_Error("invalid", name, factor, detail)]
+    if isinstance(value, int):
+        failed = value % int(factor) != 0
+    else:
+        failed = not _is_json_integer(value * (1 / factor) if factor < 1 else value / factor)
+    if failed:
+        shown = str(factor) if isinstance(factor, int) else go_float(float(factor))
+        return [_Error("invalid", name, value, _in_body(name, f"should be a multiple of {shown}"))]
+    return []
+
+
+def _check_number(value: int | float, schema: Schema, name: str) -> list[_Error]:
+    errors: list[_Error] = []
+    factor = schema.get("multipleOf")
+    if _is_number(factor):
+        errors.extend(_check_multiple(value, factor, name))
+    for key, exclusive_key, below in (
+        ("minimum", "exclusiveMinimum", True),
+        ("maximum", "exclusiveMaximum", False),
+    ):
+        limit = schema.get(key)
+        if not _is_number(limit):
+            continue
+        exclusive = schema.get(exclusive_key) is True
+        bound: int | float = int(limit) if isinstance(value, int) else float(limit)
+        if below:
+            failed = value <= bound if exclusive else value < bound
+            words = "greater than" if exclusive else "greater than or equal to"
+        else:
+            failed = value >= bound if exclusive else value > bound
+            words = "less than" if exclusive else "less than or equal to"
+        if failed:
+            errors.append(
+                _Error(
+                    "invalid",
+                    name,
+                    value,
+                    _in_body(name, f"should be {words} {_bound(limit, value)}"),
+                )
+            )
+    return errors
+
+
+def _unique(items: list[Any]) -> bool:
+    seen: list[Any] = []
+    for item in items:
+        if any(_same(item, other) for other in seen):
+            return False
+        seen.append(item)
+    return True
+
+
+class _Validator:
+    """One walk of kube-openapi's schema validator, with kube's ratcheting on update."""
+
+    def __init__(self) -> None:
+        self.errors: list[_Error] = []
+
+    def node(self, value: Any, schema: Schema, name: str, old: Any, correlated: bool) -> None:
+        mark = len(self.errors)
+        self._node(value, schema, name, old, correlated)
+        if correlated and len(self.errors) > mark and _unchanged(value, old, schema):
+            del self.errors[mark:]  # ratcheted: this part is as it was before the update
+
+    def _child_old(self, old: Any, correlated: bool, key: str, root: bool) -> tuple[Any, bool]:
+        if not correlated or not isinstance(old, dict) or key not in old:
+            return None, False
+        if root and key in ("apiVersion", "kind"):
+            return None, False
+        return old[key], True
+
+    def _node(self, value: Any, schema: Schema, name: str, old: Any, correlated: bool) -> None:
+        add = self.errors.extend
+        add(_check_type(value, schema, name))
+        if value is None:
+            self._enum(value, schema, name)
+            return
+        if isinstance(value, str):
+            add(_check_string(value, schema, name))
+            add(_check_format(value, schema, name))
+        if _is_number(value):
+            add(_check_number(value, schema, name))
+        if isinstance(value, list):
+            self._array(value, schema, name, old, correlated)
+        self._enum(value, schema, name)
+        if isinstance(value, dict):
+            self._object(value, schema, name, old, correlated)
+
+    def _enum(self, value: Any, schema: Schema, name: str) -> None:
+        allowed = schema.get("enum")
+        if not isinstance(allowed, list) or not allowed:
+            return
+        for option in allowed:
+            if value is not None and (
+                _same(value, option)
+                or (_is_number(value) and _is_number(option) and value == option)
+            ):
+                return
+        message = _in_body(name, "should be one of " + _go_list(allowed))
+        self.errors.append(_Error("enum", name, value, message, values=tuple(allowed)))
+
+    def _array(
+        self, value: list[Any], schema: Schema, name: str, old: Any, correlated: bool
+    ) -> None:
+        items = _items(schema)
+        if items is not None:
+            keyed = _map_list_index(schema, old) if correlated and isinstance(old, list) else None
+            for i, item in enumerate(value):
+                prior, linked = _correlate_item(keyed, schema, item)
+                self.node(item, items, f"{name}[{i}]", prior, linked)
+        size = len(value)
+        if "minItems" in schema and size < schema["minItems"]:
+            limit = int(schema["minItems"])
+            self.errors.append(
+                _Error("invalid", name, size, _in_body(name, f"should have at least {limit} items"))
+            )
+        if "maxItems" in schema and size > schema["maxItems"]:
+            limit = int(schema["maxItems"])
+            message = _in_body(name, f"should have at most {limit} items")
+            self.errors.append(_Error("max_items", name, size, message, limit))
+        if schema.get("uniqueItems") is True and not _unique(value):
+            self.errors.append(
+                _Error("invalid", name, None, _in_body(name, "shouldn't contain duplicates"))
+            )
+
+    def _object(
+        self, value: dict[str, Any], schema: Schema, name: str, old: Any, correlated: bool
+    ) -> None:
+        size = len(value)
+        if "minProperties" in schema and size < schema["minProperties"]:
+            limit = int(schema["minProperties"])
+            self.errors.append(
+                _Error(
+                    "invalid",
+                    name,
+                    size,
+                    _in_body(name, f"should have at least {limit} properties"),
+                )
+            )
+        if "maxProperties" in schema and size > schema["maxProperties"]:
+            limit = int(schema["maxProperties"])
+            message = _in_body(name, f"should have at most {limit} properties")
+            self.errors.append(_Error("max_props", name, size, message, limit))
+        props: dict[str, Schema] = schema.get("properties", {})
+        _, extra = _additional(schema)
+        root = name == ""
+        if extra is not None:
+            for key, item in value.items():
+                if key not in props:
+                    prior, linked = self._child_old(old, correlated, key, root)
+                    self.node(item, extra, f"{name}.{key}", prior, linked)
+        for key, prop in props.items():
+            if key in value:
+                prior, linked = self._child_old(old, correlated, key, root)
+                self.node(value[key], prop, f"{name}.{key}" if name else key, prior, linked)
+        for key in schema.get("required", []):
+            if key not in value:
+                self.errors.append(_Error("required", f"{name}.{key}"))
+
+
+def _go_list(values: list[Any]) -> str:
+    """Go's ``%v`` of ``[]interface{}`` (``[a b 3]``), for the enum message."""
+    return "[" + " ".join(v if isinstance(v, str) else go_json(v) for v in values) + "]"
+
+
+def _unchanged(new: Any, old: Any, schema: Schema | None) -> bool:
+    """kube's ``CorrelatedObject.CachedDeepEqual``: deep equality through the schema.
+
+    As upstream, a map key the schema does not describe (inside a preserve-unknown-fields
+    object, say) cannot be correlated, so such a map never counts as unchanged, and a
+    map-list item whose key is new makes its list changed.
+    """
+    if new is None or old is None:
+        return new is None and old is None
+    if isinstance(new, list) and isinstance(old, list):
+        if len(new) != len(old):
+            return False
+        index = _map_list_index(schema, old) if schema is not None else None
+        if index is None:
+            return _same(new, old)
+        items = _items(schema)
+        for item in new:
+            prior, linked = _correlate_item(index, schema, item)  # type: ignore[arg-type]
+            if not linked or items is None or not _unchanged(item, prior, items):
+                return False
+        return True
+    if isinstance(new, dict) and isinstance(old, dict):
+        if len(new) != len(old):
+            return False
+        for key, value in new.items():
+            child = _field_schema(schema, key)
+            if key not in old or child is None or not _unchanged(value, old[key], child):
+                return False
+        return True
+    if isinstance(new, dict | list) or isinstance(old, dict | list):
+        return False
+    return _same(new, old)
+
+
+def _map_list_index(schema: Schema, old: list[Any]) -> dict[str, Any] | None:
+    """Old items of a ``x-kubernetes-list-type: map`` list by key; None if not correlatable."""
+    if schema.get("x-kubernetes-list-type") != "map":
+        return None
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    index: dict[str, Any] = {}
+    for item in old:
+        if isinstance(item, dict):
+            index.setdefault(_map_key(item, keys), item)
+    return index
+
+
+def _map_key(item: dict[str, Any], keys: list[str]) -> str:
+    return go_json([item.get(k) for k in keys])
+
+
+def _correlate_item(index: dict[str, Any] | None, schema: Schema, item: Any) -> tuple[Any, bool]:
+    if index is None or not isinstance(item, dict):
+        return None, False
+    key = _map_key(item, schema.get("x-kubernetes-list-map-keys") or [])
+    if key in index:
+        return index[key], True
+    return None, False
+
+
+def _to_cause(error: _Error, prefix: str) -> Cause:
+    """``kubeOpenAPIResultToFieldErrors``: a kube-openapi error as a StatusCause."""
+    name = error.name[1:] if error.name.startswith(".") else error.name
+    if error.name and error.name != ".":
+        field = f"{prefix}.{name}" if prefix else name
+    else:
+        field = prefix or "<nil>"
+    if error.code == "required":
+        return _required(field)
+    if error.code == "enum":
+        values = [v if isinstance(v, str) else go_json(v) for v in error.values]
+        return _not_supported(field, error.value, values)
+    if error.code == "too_long":
+        detail = (
+            f"may not be more than {error.limit} bytes" if error.limit >= 0 else "value is too long"
+        )
+        return _cause("FieldValueTooLong", f"Too long: {detail}", field)
+    if error.code in ("max_items", "max_props"):
+        return _too_many(field, int(error.value), error.limit)
+    value = "" if error.value is None else error.value
+    if error.code == "type":
+        return _cause(
+            "FieldValueTypeInvalid", f"Invalid value: {go_value(value)}: {error.message}", field
+        )
+    return _invalid(field, value, error.message)
+
+
+_BLOCKING = {
+    "FieldValueNotSupported",
+    "FieldValueRequired",
+    "FieldValueTooLong",
+    "FieldValueTooMany",
+    "FieldValueTypeInvalid",
+}
+_RULES_SKIPPED = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+
+
+def validate(
+    obj: dict[str, Any], schema: Schema | None, old: dict[str, Any] | None = None, *, path: str = ""
+) -> list[Cause]:
+    """Check ``obj`` against a structural schema; return kube ``StatusCause`` dicts.
+
+    Covers types (object, array, string, integer, number, boolean, int-or-string,
+    nullable), enum, required, minimum/maximum (exclusive too), multipleOf,
+    minLength/maxLength, pattern, the string formats kube checks, minItems/maxItems,
+    uniqueItems, min/maxProperties, and the uniqueness of ``x-kubernetes-list-type`` set
+    items and map keys. With ``old`` (an update), errors in parts unchanged since ``old``
+    are ratcheted away and ``self == oldSelf`` transition rules are enforced; other
+    ``x-kubernetes-validations`` (CEL) rules are not evaluated: kubetrain's admission
+    enforces them for its kinds. ``path`` prefixes every field, as kube does when it
+    validates only ``status`` against its sub-schema on a ``/status`` update.
+
+    Causes come in kube's order: schema errors, list-type errors, transition rules.
+    """
+    if schema is None:
+        return []
+    walker = _Validator()
+    walker.node(obj, schema, "", old, old is not None)
+    causes = [_to_cause(e, path) for e in walker.errors]
+
+    if old is None or not _list_type_causes(old, schema, path):
+        causes.extend(_list_type_causes(obj, schema, path))
+
+    if _has_rules(schema):
+        if any(c["reason"] in _BLOCKING for c in causes):
+            causes.append(_invalid("<nil>", None, _RULES_SKIPPED))
+        elif old is not None:
+            causes.extend(_transition_causes(obj, old, schema, path))
+    return causes
+
+
+def _list_type_causes(value: Any, schema: Schema, path: str) -> list[Cause]:
+    """``ValidateListSetsAndMaps``: duplicate set items and map-list keys."""
+    causes: list[Cause] = []
+    if isinstance(value, dict):
+        props = schema.get("properties", {})
+        _, extra = _additional(schema)
+        if extra is not None:
+            for key, item in value.items():
+                causes.extend(_list_type_causes(item, extra, _field_key(path, key)))
+        for key, item in value.items():
+            if key in props:
+                causes.extend(_list_type_causes(item, props[key], _field_child(path, key)))
+    elif isinstance(value, list):
+        kind = schema.get("x-kubernetes-list-type")
+        if kind == "set":
+            causes.extend(_duplicate(f"{path}[{i}]", value[i]) for i in _repeats(value))
+        elif kind == "map":
+            causes.extend(_map_list_causes(value, schema, path))
+        items = _items(schema)
+        if items is not None:
+            for i, item in enumerate(value):
+                causes.extend(_list_type_causes(item, items, f"{path}[{i}]"))
+    return causes
+
+
+def _repeats(values: list[Any]) -> list[int]:
+    """Indexes of the second appearance of each repeated value (``validateListSet``)."""
+    counts: dict[str, int] = {}
+    repeats = []
+    for i, value in enumerate(values):
+        key = (
+            go_json(value)
+            if isinstance(value, dict | list)
+            else f"{_json_type(value)}:{go_json(value)}"
+        )
+        counts[key] = counts.get(key, 0) + 1
+        if counts[key] == 2:
+            repeats.append(i)
+    return repeats
+
+
+def _map_list_causes(value: list[Any], schema: Schema, path: str) -> list[Cause]:
+    for i, item in enumerate(value):
+        if item is not None and not isinstance(item, dict):
+            return [
+                _invalid(f"{path}[{i}]", item, "must be an object for an array of list-type map")
+            ]
+    keys = schema.get("x-kubernetes-list-map-keys") or []
+    if len(value) <= 1:
+        return []
+    present = []
+    for item in value:
+        item = item or {}
+        present.append({k: item[k] for k in keys if k in item})
+    if len(keys) == 1:
+        marks = [next(iter(p.values())) if p else _Unspecified() for p in present]
+        causes = []
+        for i in _repeats_keys(marks):
+            causes.append(_duplicate(f"{path}[{i}]", present[i]))
+        return causes
+    return [_duplicate(f"{path}[{i}]", present[i]) for i in _repeats(present)]
+
+
+class _Unspecified:
+    """A map-list item without its key: all such items share one key."""
+
+
+def _repeats_keys(marks: list[Any]) -> list[int]:
+    tokens = [
+        "\x00unspecified" if isinstance(m, _Unspecified) else f"{_json_type(m)}:{go_json(m)}"
+        for m in marks
+    ]
+    counts: dict[str, int] = {}
+    repeats = []
+    for i, token in enumerate(tokens):
+        counts[token] = counts.get(token, 0) + 1
+        if counts[token] == 2:
+            repeats.append(i)
+    return repeats
+
+
+def _has_rules(schema: Any) -> bool:
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("x-kubernetes-validations"):
+        return True
+    children = list(schema.get("properties", {}).values())
+    children += [schema.get("items"), schema.get("additionalProperties")]
+    return any(_has_rules(c) for c in children)
+
+
+def _transition_causes(new: Any, old: Any, schema: Schema, path: str) -> list[Cause]:
+    """``self == oldSelf`` rules, where kube's CEL validator correlates an old value."""
+    causes: list[Cause] = []
+    for rule in schema.get("x-kubernetes-validations") or []:
+        if not isinstance(rule, dict) or not _IMMUTABLE_RULE.match(str(rule.get("rule", ""))):
+            continue
+        if _cel_equal(new, old, schema):
+            continue
+        message = (
+            str(rule.get("message") or "").strip() or f"failed rule: {str(rule['rule']).strip()}"
+        )
+        where = path + str(rule.get("fieldPath") or "")
+        kind = schema.get("type", "")
+        reason = rule.get("reason")
+        if reason == "FieldValueForbidden":
+            causes.append(_forbidden(where, message))
+        elif reason == "FieldValueRequired":
+            causes.append(_required(where, message))
+        elif reason == "FieldValueDuplicate":
+            causes.append(_duplicate(where, kind))
+        else:
+            causes.append(_invalid(where, kind, message))
+    if isinstance(new, dict) and isinstance(old, dict):
+        if schema.get("x-kubernetes-map-type") == "atomic":
+            return causes
+        props = schema.get("properties", {})
+        _, extra = _additional(schema)
+        for key, value in new.items():
+            if key not in old:
+                continue
+            if key in props:
+                causes.extend(
+                    _transition_causes(value, old[key], props[key], _field_child(path, key))
+                )
+            elif extra is not None:
+                causes.extend(_transition_causes(value, old[key], extra, _field_key(path, key)))
+    elif isinstance(new, list) and isinstance(old, list):
+        items = _items(schema)
+        index = _map_list_index(schema, old)
+        if items is not None and index is not None:
+            for i, item in enumerate(new):
+                prior, linked = _correlate_item(index, schema, item)
+                if linked:
+                    causes.extend(_transition_causes(item, prior, items, f"{path}[{i}]"))
+    return causes
+
+
+def _cel_equal(a: Any, b: Any, schema: Schema | None) -> bool:
+    """CEL equality on schema-typed values: sets and map lists ignore order."""
+    if isinstance(a, list) and isinstance(b, list) and schema is not None:
+        items = _items(schema)
+        kind = schema.get("x-kubernetes-list-type")
+        if kind == "set":
+            return len(a) == len(b) and all(any(_cel_equal(x, y, items) for y in b) for x in a)
+        if kind == "map":
+            keys = schema.get("x-kubernetes-list-map-keys") or []
+            left = {_map_key(x, keys): x for x in a if isinstance(x, dict)}
+            right = {_map_key(x, keys): x for x in b if isinstance(x, dict)}
+            return left.keys() == right.keys() and all(
+                _cel_equal(left[k], right[k], items) for k in left
+            )
+        return len(a) == len(b) and all(_cel_equal(x, y, items) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(
+            _cel_equal(a[k], b[k], _field_schema(schema, k)) for k in a
+        )
+    if _is_number(a) and _is_number(b):
+        return a == b
+    return _same(a, b)
+
+
+# --- CustomResourceDefinitions -----------------------------------------------------------
+
+
+def version_schema(crd: dict[str, Any], version: str) -> Schema | None:
+    """The ``openAPIV3Schema`` of ``version``, or None if the version or schema is absent."""
+    for entry in crd.get("spec", {}).get("versions") or []:
+        if isinstance(entry, dict) and entry.get("name") == version:
+            schema = (entry.get("schema") or {}).get("openAPIV3Schema")
+            return schema if isinstance(schema, dict) else None
+    return None
+
+
+_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def _version_priority(name: str) -> tuple[int, ...]:
+    """``version.CompareKubeAwareVersionStrings`` as a sort key: v2, v1, v1beta2, v1beta1,
+    v1alpha1, then names that do not look like Kubernetes versions, alphabetically."""
+    match = _KUBE_VERSION.match(name)
+    if not match:
+        return (3, 0, 0)
+    major = int(match.group(1))
+    stage = {None: 0, "beta": 1, "alpha": 2}[match.group(2)]
+    minor = int(match.group(3) or 0)
+    return (stage, -major, -minor)
+
+
+def served_versions(crd: dict[str, Any]) -> list[str]:
+    """Served version names, preferred first, in the order kube's discovery lists them."""
+    names = [
+        str(v.get("name"))
+        for v in crd.get("spec", {}).get("versions") or []
+        if isinstance(v, dict) and v.get("served")
+    ]
+    return sorted(names, key=lambda n: (_version_priority(n), n))
+
+
+def storage_version(crd: dict[str, Any]) -> str:
+    """The name of the version marked ``storage: true``.
+
+    Raises ValueError when there is none: :func:`crd_problems` rejects such a CRD, so a
+    stored CRD always has one.
+    """
+    for entry in crd.get("spec", {}).get("versions") or []:
+        if isinstance(entry, dict) and entry.get("storage"):
+            return str(entry.get("name"))
+    raise ValueError("CustomResourceDefinition has no storage version")
+
+
+def apply_crd_defaults(crd: dict[str, Any]) -> None:
+    """The defaults kube-apiserver gives a CRD (``apiextensions/v1`` defaulting):
+    ``names.singular`` (the lowercased kind), ``names.listKind`` (kind + ``List``) and
+    ``conversion.strategy: None``."""
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return
+    names = spec.get("names")
+    if isinstance(names, dict):
+        kind = names.get("kind")
+        if not names.get("singular") and isinstance(kind, str):
+            names["singular"] = kind.lower()
+        if not names.get("listKind") and isinstance(kind, str) and kind:
+            names["listKind"] = kind + "List"
+    if not isinstance(spec.get("conversion"), dict):
+        spec["conversion"] = {"strategy": "None"}
+
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_DNS1035_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+_DNS1123_SUBDOMAIN_MESSAGE = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
+    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
+    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
+    "[a-z0-9])?)*')"
+)
+_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
+_COLUMN_TYPES = "boolean,date,integer,number,string"
+_COLUMN_FORMATS = "byte,date,date-time,double,float,int32,int64,password"
+
+
+def _dns1035(value: str) -> list[str]:
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _DNS1035.match(value):
+        errors.append(_DNS1035_MESSAGE)
+    return errors
+
+
+def _dns1123_subdomain(value: str) -> list[str]:
+    errors = []
+    if len(value) > 253:
+        errors.append("must be no more than 253 characters")
+    if not _DNS1123_SUBDOMAIN.match(value):
+        errors.append(_DNS1123_SUBDOMAIN_MESSAGE)
+    return errors
+
+
+def crd_problems(crd: dict[str, Any]) -> list[Cause]:
+    """The checks kube-apiserver makes on a CRD that matter for serving it, as causes.
+
+    Run after :func:`apply_crd_defaults` semantics (a missing singular or listKind is
+    defaulted, not reported). Checks the name (``<plural>.<group>``), group, scope, names,
+    versions (unique, DNS-1035, exactly one storage version, a schema each), that every
+    schema is structural (typed nodes, items for arrays, no additionalProperties beside
+    properties or at the root, list-type rules, only name/generateName under root metadata),
+    printer columns and scale subresource paths. Messages are kube's
+    (``apiextensions-apiserver/pkg/apis/apiextensions/validation``); CEL rules are not
+    compiled, and default values are not validated against their schemas.
+    """
+    crd = copy.deepcopy(crd)
+    apply_crd_defaults(crd)
+    causes: list[Cause] = []
+    metadata = crd.get("metadata") if isinstance(crd.get("metadata"), dict) else {}
+    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
+    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
+    group = str(spec.get("group") or "")
+    plural = str(names.get("plural") or "")
+
+    name = str(metadata.get("name") or "")
+    if not name:
+        causes.append(_required("metadata.name", "name or generateName is required"))
+    else:
+        for message in _dns1123_subdomain(name):
+            causes.append(_invalid("metadata.name", name, message))
+        if name != f"{plural}.{group}":
+            causes.append(
+                _invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
+            )
+
+    if not group:
+        causes.append(_required("spec.group"))
+    elif errors := _dns1123_subdomain(group):
+        causes.append(_invalid("spec.group", group, ",".join(errors)))
+    elif len(group.split(".")) < 2:
+        causes.append(_invalid("spec.group", group, "should be a domain with at least one dot"))
+
+    scope = spec.get("scope") or ""
+    if not scope:
+        causes.append(_required("spec.scope"))
+    elif scope not in ("Cluster", "Namespaced"):
+        causes.append(_not_supported("spec.scope", scope, ["Cluster", "Namespaced"]))
+
+    versions = [v if isinstance(v, dict) else {} for v in spec.get("versions") or []]
+    for i, version in enumerate(versions):
+        if not isinstance((version.get("schema") or {}).get("openAPIV3Schema"), dict):
+            causes.append(
+                _required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
+            )
+    seen: set[str] = set()
+    unique = True
+    for i, version in enumerate(versions):
+        vname = str(version.get("name") or "")
+        unique = unique and vname not in seen
+        seen.add(vname)
+        if errors := _dns1035(vname):
+            causes.append(_invalid(f"spec.versions[{i}].name", vname, ",".join(errors)))
+        causes.extend(_version_problems(version, f"spec.versions[{i}]"))
+    if not unique:
+        causes.append(_invalid("spec.versions", versions, "must contain unique version names"))
+    if sum(1 for v in versions if v.get("storage")) != 1:
+        causes.append(
+            _invalid(
+                "spec.versions", versions, "must have exactly one version marked as storage version"
+            )
+        )
+
+    for key in ("plural", "singular", "kind", "listKind"):
+        if not names.get(key):
+            causes.append(_required(f"spec.names.{key}"))
+    causes.extend(_names_problems(names))
+    return causes
+
+
+def _names_problems(names: dict[str, Any]) -> list[Cause]:
+    causes = []
+    for key in ("plural", "singular"):
+        value = str(names.get(key) or "")
+        if value and (errors := _dns1035(value)):
+            causes.append(_invalid(f"spec.names.{key}", value, ",".join(errors)))
+    for key in ("kind", "listKind"):
+        value = str(names.get(key) or "")
+        if value and (errors := _dns1035(value.lower())):
+            detail = "may have mixed case, but should otherwise match: " + ",".join(errors)
+            causes.append(_invalid(f"spec.names.{key}", value, detail))
+    for i, short in enumerate(names.get("shortNames") or []):
+        if errors := _dns1035(str(short)):
+            causes.append(_invalid(f"spec.names.shortNames[{i}]", short, ",".join(errors)))
+    kind = names.get("kind")
+    if kind and kind == names.get("listKind"):
+        causes.append(
+            _invalid("spec.names.listKind", kind, "kind and listKind may not be the same")
+        )
+    for i, category in enumerate(names.get("categories") or []):
+        if errors := _dns1035(str(category)):
+            causes.append(_invalid(f"spec.names.categories[{i}]", category, ",".join(errors)))
+    return causes
+
+
+def _version_problems(version: dict[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    subresources = version.get("subresources") or {}
+    if isinstance(schema, dict):
+        base = f"{path}.schema.openAPIV3Schema"
+        if "status" in subresources and schema.get("type", "object") != "object":
+            detail = (
+                'only "object" is allowed as the type at the root of the schema '
+                "if the status subresource is enabled"
+            )
+            causes.append(
+                _invalid(f"{path}.schema.openAPIV3Schema.type", schema.get("type"), detail)
+            )
+        if schema.get("nullable") is True:
+            causes.append(_forbidden(f"{base}.nullable", "nullable cannot be true at the root"))
+        structural = _structural_problems(schema, base, "root")
+        causes.extend(sorted(structural, key=lambda c: f"{c['field']}: {c['message']}"))
+        causes.extend(_openapi_problems(schema, base))
+    scale = subresources.get("scale")
+    if isinstance(scale, dict):
+        causes.extend(_scale_problems(scale, f"{path}.subresources"))
+    for i, column in enumerate(version.get("additionalPrinterColumns") or []):
+        causes.extend(
+            _column_problems(
+                column if isinstance(column, dict) else {}, f"{path}.additionalPrinterColumns[{i}]"
+            )
+        )
+    return causes
+
+
+def _walk(schema: Schema, path: str, level: str) -> Iterator[tuple[Schema, str, str]]:
+    """Every node of a schema with its CRD path and level (root, field, item)."""
+    yield schema, path, level
+    for key, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict):
+            yield from _walk(prop, f"{path}.properties[{key}]", "field")
+    items = schema.get("items")
+    if isinstance(items, dict):
+        yield from _walk(items, f"{path}.items", "item")
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        yield from _walk(extra, f"{path}.additionalProperties", "field")
+
+
+def _structural_problems(schema: Schema, base: str, level: str) -> list[Cause]:
+    """``ValidateStructural``: what makes a schema not structural."""
+    causes: list[Cause] = []
+    for node, path, lvl in _walk(schema, base, level):
+        kind = node.get("type") or ""
+        embedded = node.get("x-kubernetes-embedded-resource") is True
+        if kind == "array" and not isinstance(node.get("items"), dict):
+            causes.append(_required(f"{path}.items", "must be specified"))
+        if "additionalProperties" in node and lvl == "root":
+            causes.append(
+                _forbidden(f"{path}.additionalProperties", "must not be used at the root")
+            )
+        if node.get("x-kubernetes-int-or-string") is True:
+            if node.get("x-kubernetes-preserve-unknown-fields") is True:
+                causes.append(
+                    _invalid(
+                        f"{path}.x-kubernetes-preserve-unknown-fields",
+                        True,
+                        "must be false if x-kubernetes-int-or-string is true",
+                    )
+                )
+            if embedded:
+                causes.append(
+                    _invalid(
+                        f"{path}.x-kubernetes-embedded-resource",
+                        True,
+                        "must be false if x-kubernetes-int-or-string is true",
+                    )
+                )
+        if embedded and kind != "object":
+            detail = "must be object if x-kubernetes-embedded-resource is true"
+            causes.append(
+                _invalid(f"{path}.type", kind, detail)
+                if kind
+                else _required(f"{path}.type", detail)
+            )
+        elif (
+            not kind
+            and node.get("x-kubernetes-int-or-string") is not True
+            and node.get("x-kubernetes-preserve-unknown-fields") is not True
+        ):
+            detail = {
+                "root": "must not be empty at the root",
+                "item": "must not be empty for specified array items",
+                "field": "must not be empty for specified object fields",
+            }[lvl]
+            causes.append(_required(f"{path}.type", detail))
+        if embedded and "additionalProperties" in node:
+            causes.append(
+                _forbidden(
+                    f"{path}.additionalProperties",
+                    "must not be used if x-kubernetes-embedded-resource is set",
+                )
+            )
+        if lvl == "root" and kind and kind != "object":
+            causes.append(_invalid(f"{path}.type", kind, "must be object at the root"))
+        check_meta = lvl == "root" or embedded
+        props = node.get("properties") or {}
+        for meta in ("kind", "apiVersion"):
+            if (
+                check_meta
+                and isinstance(props.get(meta), dict)
+                and props[meta].get("type") != "string"
+            ):
+                causes.append(
+                    _invalid(
+                        f"{path}.properties[{meta}].type",
+                        props[meta].get("type", ""),
+                        "must be string",
+                    )
+                )
+        metadata = props.get("metadata")
+        if isinstance(metadata, dict):
+            if check_meta and metadata.get("type") != "object":
+                causes.append(
+                    _invalid(
+                        f"{path}.properties[metadata].type",
+                        metadata.get("type", ""),
+                        "must be object",
+                    )
+                )
+            if lvl == "root" and not _plain_metadata(metadata):
+                causes.append(
+                    _forbidden(
+                        f"{path}.properties[metadata]",
+                        "must not specify anything other than name and generateName, "
+                        "but metadata is implicitly specified",
+                    )
+                )
+        if embedded and node.get("x-kubernetes-preserve-unknown-fields") is not True and not props:
+            causes.append(
+                _required(
+                    f"{path}.properties",
+                    "must not be empty if x-kubernetes-embedded-resource is true "
+                    "without x-kubernetes-preserve-unknown-fields",
+                )
+            )
+    return causes
+
+
+def _plain_metadata(schema: Schema) -> bool:
+    """Root metadata may only say ``type: object`` and restrict name and generateName."""
+    rest = {k: v for k, v in schema.items() if k not in ("type", "default", "description")}
+    props = rest.pop("properties", None) or {}
+    return not rest and set(props) <= {"name", "generateName"}
+
+
+_UNSUPPORTED = {
+    "id": "id is not supported",
+    "additionalItems": "additionalItems is not supported",
+    "patternProperties": "patternProperties is not supported",
+    "definitions": "definitions is not supported",
+    "dependencies": "dependencies is not supported",
+    "$ref": "$ref is not supported",
+}
+
+
+def _openapi_problems(schema: Schema, base: str) -> list[Cause]:
+    """``ValidateCustomResourceDefinitionOpenAPISchema``: the schema-language checks."""
+    causes: list[Cause] = []
+    for node, path, _ in _walk(schema, base, "root"):
+        kind = node.get("type")
+        if kind and kind not in _TYPES:
+            causes.append(_not_supported(f"{path}.type", kind, _TYPES))
+        if kind == "null":
+            causes.append(
+                _forbidden(
+                    f"{path}.type", "type cannot be set to null, use nullable as an alternative"
+                )
+            )
+        for key, detail in _UNSUPPORTED.items():
+            if key in node:
+                causes.append(_forbidden(f"{path}.{key}", detail))
+        if isinstance(node.get("items"), list):
+            causes.append(
+                _forbidden(f"{path}.items", "items must be a schema object and not an array")
+            )
+        if node.get("uniqueItems") is True:
+            causes.append(
+                _forbidden(
+                    f"{path}.uniqueItems",
+                    "uniqueItems cannot be set to true "
+                    "since the runtime complexity becomes quadratic",
+                )
+            )
+        extra = node.get("additionalProperties")
+        if (
+            "additionalProperties" in node
+            and node.get("properties")
+            and (extra is False or isinstance(extra, dict))
+        ):
+            causes.append(
+                _forbidden(
+                    f"{path}.additionalProperties",
+                    "additionalProperties and properties are mutual exclusive",
+                )
+            )
+        if node.get("x-kubernetes-preserve-unknown-fields") is False:
+            causes.append(
+                _invalid(
+                    f"{path}.x-kubernetes-preserve-unknown-fields",
+                    False,
+                    "must be true or undefined",
+                )
+            )
+        causes.extend(_list_schema_problems(node, path))
+    return causes
+
+
+def _list_schema_problems(node: Schema, path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    kind = node.get("type") or ""
+    list_type = node.get("x-kubernetes-list-type")
+    keys = node.get("x-kubernetes-list-map-keys") or []
+    if list_type is not None and kind != "array":
+        detail = "must be array if x-kubernetes-list-type is specified"
+        causes.append(
+            _invalid(f"{path}.type", kind, detail) if kind else _required(f"{path}.type", detail)
+        )
+    if list_type is not None and list_type not in ("atomic", "set", "map"):
+        causes.append(
+            _not_supported(f"{path}.x-kubernetes-list-type", list_type, ["atomic", "set", "map"])
+        )
+    if keys and list_type is None:
+        causes.append(
+            _required(
+                f"{path}.x-kubernetes-list-type",
+                "must be map if x-kubernetes-list-map-keys is non-empty",
+            )
+        )
+    elif keys and list_type != "map":
+        causes.append(
+            _invalid(
+                f"{path}.x-kubernetes-list-type",
+                list_type,
+                "must be map if x-kubernetes-list-map-keys is non-empty",
+            )
+        )
+    if list_type == "map":
+        items = node.get("items")
+        if not keys:
+            causes.append(
+                _required(
+                    f"{path}.x-kubernetes-list-map-keys",
+                    "must not be empty if x-kubernetes-list-type is map",
+                )
+            )
+        if items is None:
+            causes.append(
+                _required(f"{path}.items", "must have a schema if x-kubernetes-list-type is map")
+            )
+        elif isinstance(items, dict) and items.get("type") != "object":
+            causes.append(
+                _invalid(
+                    f"{path}.items.type",
+                    items.get("type", ""),
+                    "must be object if parent array's x-kubernetes-list-type is map",
+                )
+            )
+        elif isinstance(items, dict):
+            props = items.get("properties") or {}
+            for key in keys:
+                if key not in props:
+                    causes.append(
+                        _invalid(
+                            f"{path}.x-kubernetes-list-map-keys",
+                            keys,
+                            "entries must all be names of item properties",
+                        )
+                    )
+            if len(set(keys)) != len(keys):
+                causes.append(
+                    _invalid(
+                        f"{path}.x-kubernetes-list-map-keys",
+                        keys,
+                        "must not contain duplicate entries",
+                    )
+                )
+    return causes
+
+
+def _simple_json_path(value: Any, path: str) -> list[Cause]:
+    text = str(value or "")
+    if not text:
+        return [_invalid(path, text, "must not be empty")]
+    if not text.startswith("."):
+        return [_invalid(path, text, "must be a simple json path starting with .")]
+    return []
+
+
+def _scale_problems(scale: dict[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    for key, prefix, where in (
+        ("specReplicasPath", (".spec.",), "should be a json path under .spec"),
+        ("statusReplicasPath", (".status.",), "should be a json path under .status"),
+    ):
+        value = scale.get(key)
+        if not value:
+            causes.append(_required(f"{path}.scale.{key}"))
+        elif errors := _simple_json_path(value, f"{path}.scale.{key}"):
+            causes.extend(errors)
+        elif not str(value).startswith(prefix):
+            causes.append(_invalid(f"{path}.scale.{key}", value, where))
+    selector = scale.get("labelSelectorPath")
+    if selector:
+        if errors := _simple_json_path(selector, f"{path}.scale.labelSelectorPath"):
+            causes.extend(errors)
+        elif not str(selector).startswith((".spec.", ".status.")):
+            causes.append(
+                _invalid(
+                    f"{path}.scale.labelSelectorPath",
+                    selector,
+                    "should be a json path under either .spec or .status",
+                )
+            )
+    return causes
+
+
+def _column_problems(column: dict[str, Any], path: str) -> list[Cause]:
+    causes: list[Cause] = []
+    if not column.get("name"):
+        causes.append(_required(f"{path}.name"))
+    kind = column.get("type")
+    if not kind:
+        causes.append(_required(f"{path}.type", f"must be one of {_COLUMN_TYPES}"))
+    elif kind not in _COLUMN_TYPES.split(","):
+        causes.append(_invalid(f"{path}.type", kind, f"must be one of {_COLUMN_TYPES}"))
+    fmt = column.get("format")
+    if fmt and fmt not in _COLUMN_FORMATS.split(","):
+        causes.append(_invalid(f"{path}.format", fmt, f"must be one of {_COLUMN_FORMATS}"))
+    json_path = column.get("jsonPath")
+    if not json_path:
+        causes.append(_required(f"{path}.JSONPath"))
+    else:
+        causes.extend(_simple_json_path(json_path, f"{path}.JSONPath"))
+    return causes
