@@ -13,9 +13,9 @@ import traceback
 from collections.abc import Sequence
 
 import kubetrain
-from kubetrain.cli import crds, validate
+from kubetrain.cli import apiserver, crds, down, kubeconfig, status, up, validate
 
-COMMANDS = (validate, crds)
+COMMANDS = (validate, crds, up, down, status, kubeconfig, apiserver)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,561 @@
+"""The async Kubernetes client every kubetrain component uses, for any resource, built on
+``kubernetes.aio``'s ApiClient (its configuration, authentication and TLS) with raw REST calls.
+
+Owns: building requests (paths, query, content types for the four patch kinds and
+server-side apply), decoding responses to plain dicts, turning failures into
+:mod:`kubetrain.kube.errors`, the default timeout of every call, and a small discovery cache.
+Must not: retry on its own (callers decide; :mod:`kubetrain.kube.watch` retries watches),
+cache objects, or know about any particular kind beyond what discovery says.
+
+A watch stream is the one call without an overall time limit; its connect and header phase is
+still bounded, and :mod:`kubetrain.kube.watch` adds the inactivity watchdog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import aiohttp
+from kubernetes.aio.client import ApiClient, Configuration
+
+from kubetrain import __version__
+from kubetrain.kube import config, discovery, errors
+from kubetrain.kube.resource import Resource
+
+if TYPE_CHECKING:
+    from kubetrain.kube import watch as watch_
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT: Final = 30.0  # seconds for one call, connect to last byte
+DISCOVERY_TTL: Final = 60.0  # seconds a discovery snapshot is reused
+DEFAULT_FIELD_MANAGER: Final = "kubetrain"
+PAGE_SIZE: Final = 500
+JSON: Final = "application/json"
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
+PATCH_CONTENT_TYPES: Final[Mapping[str, str]] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+class _UseClientDefault:
+    def __repr__(self) -> str:
+        return "CLIENT_DEFAULT"
+
+
+CLIENT_DEFAULT: Final = _UseClientDefault()
+"""Use the client's timeout; pass ``None`` for no limit at all."""
+
+Timeout = float | None | _UseClientDefault
+
+
+class Client:
+    """An API client for one cluster. Use it as ``async with Client(...) as client:`` (or call
+    :meth:`close`), so its connection pool is closed on the loop that opened it.
+
+    Every method returns the server's JSON as plain dicts and raises
+    :class:`~kubetrain.kube.errors.ApiError` subclasses.
+    """
+
+    def __init__(
+        self,
+        cluster: config.ClusterConfig | Configuration,
+        *,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        field_manager: str = DEFAULT_FIELD_MANAGER,
+        user_agent: str | None = None,
+        discovery_ttl: float = DISCOVERY_TTL,
+    ) -> None:
+        if isinstance(cluster, config.ClusterConfig):
+            self.namespace = cluster.namespace
+            configuration = cluster.configuration
+        else:
+            self.namespace = config.DEFAULT_NAMESPACE
+            configuration = cluster
+        self.host = str(configuration.host)
+        self.timeout = timeout
+        self.field_manager = field_manager
+        try:
+            self._api = ApiClient(configuration)  # reads the CA and client certificate files
+        except (ssl.SSLError, OSError) as exc:
+            raise errors.ConfigError(
+                f"cannot use the TLS certificates for {self.host}: {_describe(exc)}"
+            ) from exc
+        self._api.user_agent = user_agent or f"kubetrain/{__version__}"
+        self._discovery_ttl = discovery_ttl
+        self._discovery: discovery.Discovery | None = None
+        self._discovered_at = 0.0
+        self._discovery_lock = asyncio.Lock()
+
+    @classmethod
+    async def from_kubeconfig(
+        cls, path: str, *, context: str | None = None, **options: Any
+    ) -> Client:
+        """A client for ``context`` (default: current-context) of the kubeconfig at ``path``."""
+        return cls(await config.from_kubeconfig(path, context=context), **options)
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._api.close()
+
+    # -- objects -------------------------------------------------------------------------------
+
+    async def get(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        path = resource.path(namespace, name, subresource)
+        return await self.request("GET", path, timeout=timeout)
+
+    async def list(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """One page of a list (all of it when ``limit`` is None); each item gets the list's
+        ``apiVersion`` and ``kind`` filled in, as client-go's unstructured lists do."""
+        query = {
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+            "limit": limit,
+            "continue": continue_token,
+            "resourceVersion": resource_version,
+        }
+        doc = await self.request("GET", resource.path(namespace), query=query, timeout=timeout)
+        _fill_item_kinds(doc, resource)
+        return doc
+
+    async def list_all(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = PAGE_SIZE,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """Every item, fetched in pages of ``page_size`` and merged into one list whose
+        ``metadata.resourceVersion`` is the snapshot's (that of the first page). If the
+        continue token expires midway (410), falls back to one unpaginated list, as
+        client-go's pager does."""
+        selectors = {"label_selector": label_selector, "field_selector": field_selector}
+        first = await self.list(
+            resource, namespace=namespace, limit=page_size, timeout=timeout, **selectors
+        )
+        items = list(first.get("items") or [])
+        token = (first.get("metadata") or {}).get("continue")
+        while token:
+            try:
+                page = await self.list(
+                    resource,
+                    namespace=namespace,
+                    limit=page_size,
+                    continue_token=token,
+                    timeout=timeout,
+                    **selectors,
+                )
+            except errors.Gone:
+                log.info("list of %s: continue token expired; listing in one page", resource)
+                return await self.list(resource, namespace=namespace, timeout=timeout, **selectors)
+            items.extend(page.get("items") or [])
+            token = (page.get("metadata") or {}).get("continue")
+        metadata = dict(first.get("metadata") or {})
+        metadata.pop("continue", None)
+        metadata.pop("remainingItemCount", None)
+        return {**first, "metadata": metadata, "items": items}
+
+    async def create(
+        self,
+        resource: Resource,
+        body: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        name: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """POST to the collection (or, with ``subresource`` and ``name``, to an object's
+        subresource such as ``pods/<name>/binding``)."""
+        namespace = self._namespace_of(resource, body, namespace)
+        path = resource.path(namespace, name, subresource)
+        query = _write_query(field_manager, dry_run)
+        return await self.request("POST", path, query=query, body=dict(body), timeout=timeout)
+
+    async def replace(
+        self,
+        resource: Resource,
+        body: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """PUT the whole object (name from its metadata); its ``metadata.resourceVersion``, if
+        set, makes this a compare-and-swap that fails with Conflict when stale."""
+        namespace = self._namespace_of(resource, body, namespace)
+        path = resource.path(namespace, _name_of(body), subresource)
+        query = _write_query(field_manager, dry_run)
+        return await self.request("PUT", path, query=query, body=dict(body), timeout=timeout)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        *,
+        namespace: str | None = None,
+        type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool | None = None,
+        dry_run: bool = False,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """PATCH with a JSON merge patch (default), a JSON patch (a list of operations), a
+        strategic merge patch (built-in kinds only), or an apply configuration (prefer
+        :meth:`apply`)."""
+        if type not in PATCH_CONTENT_TYPES:
+            raise ValueError(f"patch type {type!r}; accepted: {', '.join(PATCH_CONTENT_TYPES)}")
+        if type == "json" and not isinstance(patch, list):
+            raise ValueError("a JSON patch is a list of operations")
+        if type != "json" and not isinstance(patch, Mapping):
+            raise ValueError(f"a {type} patch is an object")
+        if type == "apply" and field_manager is None:
+            field_manager = self.field_manager
+        query = _write_query(field_manager, dry_run)
+        if force is not None:
+            query["force"] = force
+        return await self.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            query=query,
+            body=patch if isinstance(patch, list) else dict(patch),
+            content_type=PATCH_CONTENT_TYPES[type],
+            timeout=timeout,
+        )
+
+    async def apply(
+        self,
+        resource: Resource,
+        body: Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+        dry_run: bool = False,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """Server-side apply ``body`` (the fields this manager owns) as ``field_manager``
+        (default: the client's). ``force`` takes over fields other managers own."""
+        body = dict(body)
+        body.setdefault("apiVersion", resource.api_version)
+        if resource.kind:
+            body.setdefault("kind", resource.kind)
+        namespace = self._namespace_of(resource, body, namespace)
+        return await self.patch(
+            resource,
+            _name_of(body),
+            body,
+            namespace=namespace,
+            type="apply",
+            subresource=subresource,
+            field_manager=field_manager or self.field_manager,
+            force=force,
+            dry_run=dry_run,
+            timeout=timeout,
+        )
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        *,
+        namespace: str | None = None,
+        propagation_policy: PropagationPolicy | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: Mapping[str, str] | None = None,
+        dry_run: bool = False,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """DELETE one object. Returns what the server returns: the object (still there with a
+        deletionTimestamp while finalizers run, or as it was) or a Status.
+        ``preconditions`` (``uid``, ``resourceVersion``) make the delete fail with Conflict
+        when the stored object is not the one meant."""
+        body = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
+        path = resource.path(namespace, name)
+        return await self.request("DELETE", path, body=body, timeout=timeout)
+
+    async def delete_collection(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation_policy: PropagationPolicy | None = None,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> dict[str, Any]:
+        """DELETE every matching object of a collection (verb ``deletecollection``)."""
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector}
+        body = _delete_options(propagation_policy, None, None, False)
+        path = resource.path(namespace)
+        return await self.request("DELETE", path, query=query, body=body, timeout=timeout)
+
+    def watch(self, resource: Resource, **options: Any) -> watch_.Watch:
+        """A long-running watch of ``resource``: see :class:`kubetrain.kube.watch.Watch`."""
+        from kubetrain.kube import watch as watch_  # watch imports this module
+
+        return watch_.Watch(self, resource, **options)
+
+    # -- discovery -----------------------------------------------------------------------------
+
+    async def discover(self, *, refresh: bool = False) -> discovery.Discovery:
+        """What the server serves, cached for ``discovery_ttl`` seconds (``refresh`` forces a
+        new look, e.g. after a kind was not found). A group-version that fails to answer is
+        left out and named in ``failed``, as client-go's partial discovery does."""
+        async with self._discovery_lock:
+            now = asyncio.get_running_loop().time()
+            fresh = now - self._discovered_at < self._discovery_ttl
+            if self._discovery is not None and fresh and not refresh:
+                return self._discovery
+            core, groups = await asyncio.gather(
+                self.request("GET", "/api"), self.request("GET", "/apis")
+            )
+            versions = discovery.group_versions(core, groups)
+            paths = [f"/api/{v}" if "/" not in v else f"/apis/{v}" for v in versions.api_versions]
+            answers = await asyncio.gather(
+                *(self.request("GET", p) for p in paths), return_exceptions=True
+            )
+            lists: list[dict[str, Any]] = []
+            failed: list[str] = []
+            for api_version, answer in zip(versions.api_versions, answers, strict=True):
+                if isinstance(answer, errors.ApiError):
+                    log.warning("discovery of %s failed: %s", api_version, answer)
+                    failed.append(api_version)
+                elif isinstance(answer, BaseException):
+                    raise answer
+                else:
+                    lists.append(answer)
+            self._discovery = discovery.Discovery.build(versions, lists, failed)
+            self._discovered_at = now
+            return self._discovery
+
+    # -- transport -----------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> Any:
+        """One API call to ``path`` (e.g. ``/version``, ``/api/v1/namespaces/x/finalize``);
+        returns the decoded JSON body (None when empty)."""
+        limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
+        try:
+            async with asyncio.timeout(limit):
+                response = await self._send(method, path, query, body, content_type, limit)
+                try:
+                    raw = await response.read()
+                finally:
+                    response.response.release()
+        except TimeoutError as exc:
+            raise errors.Unavailable(f"{method} {path}: no answer within {limit}s") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise errors.Unavailable(f"{method} {path}: {_describe(exc)}") from exc
+        log.debug("%s %s: %s", method, path, response.status)
+        if response.status >= 400:
+            raise errors.from_response(response.status, raw, response.reason or "")
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            raise errors.ServerError(
+                f"{method} {path}: the answer is not JSON", code=response.status
+            ) from exc
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> AsyncIterator[AsyncIterator[bytes]]:
+        """A streaming GET (a watch): yields an iterator over the body's lines once the
+        response headers arrived within ``timeout``; the body itself has no time limit, so
+        the caller bounds each read (see :mod:`kubetrain.kube.watch`)."""
+        limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
+        failure: errors.ApiError | None = None
+        try:
+            async with asyncio.timeout(limit):
+                response = await self._send("GET", path, query, None, JSON, None, connect=limit)
+                if response.status >= 400:
+                    try:
+                        raw = await response.read()
+                    finally:
+                        response.response.release()
+                    failure = errors.from_response(response.status, raw, response.reason or "")
+        except TimeoutError as exc:
+            raise errors.Unavailable(f"GET {path}: no answer within {limit}s") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise errors.Unavailable(f"GET {path}: {_describe(exc)}") from exc
+        if failure is not None:
+            raise failure
+        try:
+            lines = _lines(response.response.content, path)
+            try:
+                yield lines
+            finally:
+                await lines.aclose()
+        finally:
+            response.response.close()
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        total: float | None,
+        *,
+        connect: float | None = None,
+    ) -> Any:
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        headers = {"Accept": JSON, "Content-Type": content_type}
+        method, url, headers, body, _ = await self._api.param_serialize(
+            method,
+            path,
+            query_params=params,
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        timeout = aiohttp.ClientTimeout(total=total, connect=connect)
+        return await self._api.call_api(method, url, headers, body, _request_timeout=timeout)
+
+    @staticmethod
+    def _namespace_of(
+        resource: Resource, body: Mapping[str, Any], namespace: str | None
+    ) -> str | None:
+        if not resource.namespaced:
+            return None
+        given = (body.get("metadata") or {}).get("namespace")
+        if namespace is not None and given is not None and given != namespace:
+            raise ValueError(f"metadata.namespace {given!r} does not match namespace {namespace!r}")
+        chosen = namespace or given
+        if not chosen:
+            raise ValueError(f"{resource.group_resource} is namespaced; name a namespace")
+        return str(chosen)
+
+
+async def _lines(content: aiohttp.StreamReader, path: str) -> AsyncIterator[bytes]:
+    """The body's non-empty lines, however the server chunks them (an event may be larger
+    than aiohttp's line buffer, so lines are split here)."""
+    buffer = b""
+    try:
+        async for chunk in content.iter_any():
+            buffer += chunk
+            while (end := buffer.find(b"\n")) >= 0:
+                line, buffer = buffer[:end], buffer[end + 1 :]
+                if line.strip():
+                    yield line
+    except (aiohttp.ClientError, OSError) as exc:
+        raise errors.Unavailable(f"GET {path}: stream broken: {_describe(exc)}") from exc
+    if buffer.strip():
+        yield buffer
+
+
+def _write_query(field_manager: str | None, dry_run: bool) -> dict[str, Any]:
+    query: dict[str, Any] = {"fieldManager": field_manager}
+    if dry_run:
+        query["dryRun"] = "All"
+    return query
+
+
+def _delete_options(
+    propagation_policy: str | None,
+    grace_period_seconds: int | None,
+    preconditions: Mapping[str, str] | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+    if propagation_policy is not None:
+        body["propagationPolicy"] = propagation_policy
+    if grace_period_seconds is not None:
+        body["gracePeriodSeconds"] = grace_period_seconds
+    if preconditions:
+        body["preconditions"] = dict(preconditions)
+    if dry_run:
+        body["dryRun"] = ["All"]
+    return body
+
+
+def _name_of(body: Mapping[str, Any]) -> str:
+    name = (body.get("metadata") or {}).get("name")
+    if not name:
+        raise ValueError("metadata.name is required")
+    return str(name)
+
+
+def _fill_item_kinds(doc: Any, resource: Resource) -> None:
+    if not isinstance(doc, dict):
+        return
+    kind = doc.get("kind")
+    item_kind = kind[: -len("List")] if isinstance(kind, str) and kind.endswith("List") else None
+    item_kind = item_kind or resource.kind
+    api_version = doc.get("apiVersion") or resource.api_version
+    for item in doc.get("items") or []:
+        if isinstance(item, dict):
+            item.setdefault("apiVersion", api_version)
+            if item_kind:
+                item.setdefault("kind", item_kind)
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,103 @@
+"""Services: cluster IP allocation from the service range, and port and policy defaults."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
+
+from kubetrain.local.apiserver import errors, resources, strategies
+
+Cause = strategies.Cause
+R = resources.Resource
+Obj = strategies.Obj
+_invalid = strategies.invalid
+_required = strategies.required
+
+
+class ServiceStrategy(strategies.Strategy):
+    name_rule = staticmethod(strategies.dns1035_label)
+
+    def return_deleted(self, r: resources.Resource) -> bool:
+        return True
+
+    def prepare_for_create(self, r: R, obj: Obj, reg: Any) -> None:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = obj["spec"] = {}
+        spec.setdefault("type", "ClusterIP")
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+                port.setdefault("targetPort", port.get("port"))
+        if spec["type"] != "ExternalName":
+            if spec.get("clusterIP") in (None, ""):
+                spec["clusterIP"] = allocate_cluster_ip(reg)
+            spec["clusterIPs"] = [spec["clusterIP"]]
+            if spec["clusterIP"] != "None":
+                spec.setdefault("ipFamilies", ["IPv4"])
+                spec.setdefault("ipFamilyPolicy", "SingleStack")
+            else:
+                spec.setdefault("ipFamilies", ["IPv4"])
+                spec.setdefault("ipFamilyPolicy", "SingleStack")
+        obj["status"] = {"loadBalancer": {}}
+
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
+        if sub == "status":
+            return
+        spec = new.get("spec")
+        old_spec = old.get("spec") or {}
+        if isinstance(spec, dict):
+            for kept in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
+                if spec.get(kept) in (None, "") and kept in old_spec:
+                    spec[kept] = old_spec[kept]
+            spec.setdefault("type", old_spec.get("type", "ClusterIP"))
+            spec.setdefault("sessionAffinity", "None")
+            spec.setdefault("internalTrafficPolicy", "Cluster")
+            for port in spec.get("ports") or []:
+                if isinstance(port, dict):
+                    port.setdefault("protocol", "TCP")
+                    port.setdefault("targetPort", port.get("port"))
+
+    def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
+        causes = super().validate(r, obj, old, reg)
+        spec = obj.get("spec") or {}
+        ports = spec.get("ports") or []
+        if spec.get("type") != "ExternalName" and spec.get("clusterIP") != "None" and not ports:
+            causes.append(_required("spec.ports"))
+        for i, port in enumerate(ports):
+            value = port.get("port") if isinstance(port, Mapping) else None
+            if not isinstance(value, int) or not 1 <= value <= 65535:
+                causes.append(
+                    _invalid(
+                        f"spec.ports[{i}].port", value, "must be between 1 and 65535, inclusive"
+                    )
+                )
+            if len(ports) > 1 and isinstance(port, Mapping) and not port.get("name"):
+                causes.append(_required(f"spec.ports[{i}].name"))
+        if old is not None:
+            old_ip = (old.get("spec") or {}).get("clusterIP")
+            if old_ip and spec.get("clusterIP") != old_ip:
+                causes.append(
+                    _invalid("spec.clusterIPs[0]", spec.get("clusterIP"), "may not change once set")
+                )
+        return causes
+
+
+def first_service_ip(cidr: str) -> str:
+    """The address of the ``kubernetes`` Service: the first host of the service range."""
+    return str(next(ipaddress.ip_network(cidr, strict=False).hosts()))
+
+
+def allocate_cluster_ip(reg: Any) -> str:
+    """The lowest free address in the service range after the first (the API's own)."""
+    network = ipaddress.ip_network(reg.settings.service_cidr, strict=False)
+    used = {(s.obj.get("spec") or {}).get("clusterIP") for s in reg.store.list("services")}
+    for offset, host in enumerate(network.hosts()):
+        if offset < 10:
+            continue
+        if str(host) not in used:
+            return str(host)
+    raise errors.internal("the service IP range is full")

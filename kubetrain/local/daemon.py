@@ -1,0 +1,462 @@
+"""The local control plane as one process: the API server and the components beside it, started
+under one asyncio TaskGroup and stopped together.
+
+Layout of the state directory (``$KUBETRAIN_HOME``, default ``~/.kubetrain``)::
+
+    kubeconfig          context "kubetrain": the URL, the CA and the bearer token (0600)
+    state.db            SQLite (WAL) with every object and the event log
+    pki/                CA, serving certificate and key, token (0600)
+    kubetrain.pid       the daemon's pid; locked (flock) for as long as it runs
+    status.json         pid, URL, port, start time, state dir: what ``kubetrain status`` shows
+    port                the port chosen on first start, reused later so kubeconfigs stay valid
+    volumes/            directories backing PersistentVolumeClaims
+    logs/daemon.log     the daemon's output when started by ``kubetrain up``
+
+:func:`run` is the process's whole life; :func:`start_background`, :func:`stop` and
+:func:`read_status` are what the CLI verbs use. Components are listed in :func:`components`;
+the scheduler, node agent and operator join that list in later work.
+
+This module reads no argv or environment of its own: the CLI resolves them into a
+:class:`Config`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kubetrain import kube
+from kubetrain.errors import KubetrainError
+from kubetrain.local import gc, namespaces
+from kubetrain.local.apiserver import (
+    bootstrap,
+    crds,
+    registry,
+    resources,
+    server,
+    store,
+    strategies,
+    tls,
+    watch,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HOST = "127.0.0.1"
+STOP_GRACE = 10.0
+READY_TIMEOUT = 60.0
+SHUTDOWN_TIMEOUT = 15.0
+
+
+def resolve_home(environ: Mapping[str, str], given: str | None = None) -> str:
+    """The state directory: ``given``, else ``$KUBETRAIN_HOME``, else ``~/.kubetrain``."""
+    home = (
+        given
+        or environ.get("KUBETRAIN_HOME")
+        or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".kubetrain")
+    )
+    return os.path.abspath(os.path.expanduser(home))
+
+
+class DaemonError(KubetrainError):
+    """The control plane could not be started, reached or stopped; the message says why."""
+
+
+class AlreadyRunning(DaemonError):
+    def __init__(self, pid: int | None) -> None:
+        super().__init__(f"the local control plane is already running (pid {pid})")
+        self.pid = pid
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Where a control plane keeps its state."""
+
+    home: str
+
+    @property
+    def kubeconfig(self) -> str:
+        return os.path.join(self.home, "kubeconfig")
+
+    @property
+    def database(self) -> str:
+        return os.path.join(self.home, "state.db")
+
+    @property
+    def pki(self) -> str:
+        return os.path.join(self.home, "pki")
+
+    @property
+    def pid(self) -> str:
+        return os.path.join(self.home, "kubetrain.pid")
+
+    @property
+    def status(self) -> str:
+        return os.path.join(self.home, "status.json")
+
+    @property
+    def port(self) -> str:
+        return os.path.join(self.home, "port")
+
+    @property
+    def volumes(self) -> str:
+        return os.path.join(self.home, "volumes")
+
+    @property
+    def log(self) -> str:
+        return os.path.join(self.home, "logs", "daemon.log")
+
+
+@dataclass(frozen=True)
+class Config:
+    home: str
+    memory: bool = False  # keep objects in memory only (tests)
+    port: int | None = None  # None: the remembered port, else a free one; 0: a free one
+    host: str = DEFAULT_HOST
+    watch_window: int = store.DEFAULT_WINDOW
+    bookmark_interval: float = 60.0
+
+    @property
+    def paths(self) -> Paths:
+        return Paths(self.home)
+
+
+@dataclass
+class Component:
+    """A long-lived part of the control plane: a name and the coroutine that runs it."""
+
+    name: str
+    run: Callable[[], Awaitable[None]]
+
+
+def components(reg: registry.Registry, kubeconfig: str) -> list[Component]:
+    """Everything that runs beside the API server, in start order. The API server's own
+    controllers run in-process on the registry; the others are ordinary API clients, as they
+    would be on a cluster. The scheduler, the node agent and the operator are added here."""
+    cleanup = crds.Cleanup(reg)
+
+    def client_of(name: str, body: Callable[..., Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+        async def run() -> None:
+            cluster = await kube.from_kubeconfig(kubeconfig)
+            async with kube.Client(cluster, user_agent=name, field_manager=name) as client:
+                await body(client)
+
+        return run
+
+    return [
+        Component("crd-cleanup", cleanup.run),
+        Component("garbage-collector", client_of("generic-garbage-collector", gc.run)),
+        Component("namespace-controller", client_of("namespace-controller", namespaces.run)),
+    ]
+
+
+async def supervised(component: Component, *, backoff: float = 1.0, limit: float = 30.0) -> None:
+    """Run a component until cancelled; restart it, with growing delays, when it fails or
+    returns, so one failing component does not take the API server down with it."""
+    delay = backoff
+    while True:
+        started = time.monotonic()
+        try:
+            await component.run()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s failed; restarting in %.1fs", component.name, delay)
+        else:
+            log.warning("%s exited though it should run until stopped; restarting", component.name)
+        if time.monotonic() - started > limit:
+            delay = backoff
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, limit)
+
+
+# --- the daemon's life ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _pid_lock(paths: Paths) -> Any:
+    """Hold the pid file's lock for the daemon's lifetime; AlreadyRunning if another has it."""
+    os.makedirs(paths.home, mode=0o700, exist_ok=True)
+    fd = os.open(paths.pid, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise AlreadyRunning(_read_pid(paths)) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        os.fsync(fd)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _choose_port(config: Config) -> int:
+    if config.port is not None:
+        return config.port
+    with contextlib.suppress(OSError, ValueError), open(config.paths.port, encoding="utf-8") as f:
+        return int(f.read().strip())
+    return 0
+
+
+async def run(config: Config, *, on_ready: Callable[[str], None] | None = None) -> None:
+    """Run the control plane until SIGTERM or SIGINT (or cancellation)."""
+    paths = config.paths
+    with _pid_lock(paths):
+        credentials = await asyncio.to_thread(tls.ensure, paths.pki)
+        os.makedirs(paths.volumes, mode=0o700, exist_ok=True)
+        db_path = None if config.memory else paths.database
+        async with store.opened(db_path, window=config.watch_window) as db:
+            hub = watch.Hub(db)
+            catalog = resources.Catalog()
+            root_ca = await asyncio.to_thread(Path(credentials.ca_cert).read_text, "utf-8")
+            settings = strategies.Settings(volume_dir=paths.volumes, root_ca=root_ca)
+            reg = registry.Registry(db, catalog, hub, settings=settings)
+            fresh = db.resource_version == 0
+            await bootstrap.install(reg)
+            if fresh:
+                await db.compact()  # the initial state is not history to resume from
+            api = server.ApiServer(
+                reg, token=credentials.token, bookmark_interval=config.bookmark_interval
+            )
+            port = _choose_port(config)
+            try:
+                runner, port = await server.serve(
+                    api, config.host, port, credentials.server_context()
+                )
+            except OSError:
+                if config.port is not None or port == 0:
+                    raise
+                runner, port = await server.serve(api, config.host, 0, credentials.server_context())
+            try:
+                url = f"https://{config.host}:{port}"
+                api.server_address = f"{config.host}:{port}"
+                parts = components(reg, paths.kubeconfig)
+                names = ["apiserver", *(c.name for c in parts)]
+                await asyncio.to_thread(_write_state, config, credentials, url, port, names)
+                log.info("local control plane serving at %s", url)
+                await _serve_until_stopped(parts, on_ready, url)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(paths.status)
+                hub.close_all()
+                try:
+                    async with asyncio.timeout(SHUTDOWN_TIMEOUT):
+                        await runner.cleanup()
+                except TimeoutError:
+                    log.warning(
+                        "requests still open after %.0fs; stopping anyway", SHUTDOWN_TIMEOUT
+                    )
+
+
+async def _serve_until_stopped(
+    parts: list[Component], on_ready: Callable[[str], None] | None, url: str
+) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(supervised(c), name=c.name) for c in parts]
+            if on_ready is not None:
+                on_ready(url)
+            await stop.wait()
+            log.info("stopping the local control plane")
+            for task in tasks:
+                task.cancel()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+def _write_state(
+    config: Config, credentials: tls.Credentials, url: str, port: int, names: list[str]
+) -> None:
+    paths = config.paths
+    tls.write_kubeconfig(paths.kubeconfig, credentials, url)
+    if not config.memory and config.port is None:
+        tls.write_private(paths.port, f"{port}\n".encode())
+    status = {
+        "pid": os.getpid(),
+        "url": url,
+        "port": port,
+        "home": paths.home,
+        "kubeconfig": paths.kubeconfig,
+        "memory": config.memory,
+        "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "components": names,
+    }
+    tls.write_private(paths.status, json.dumps(status, indent=2).encode())
+
+
+# --- the CLI's side: start, stop, ask -------------------------------------------------------
+
+
+def _read_pid(paths: Paths) -> int | None:
+    try:
+        with open(paths.pid, encoding="utf-8") as f:
+            return int(f.read().strip() or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
+def running_pid(paths: Paths) -> int | None:
+    """The daemon's pid if one holds the lock, else None."""
+    if not os.path.exists(paths.pid):
+        return None
+    fd = os.open(paths.pid, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return _read_pid(paths)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_status(paths: Paths) -> dict[str, Any] | None:
+    """What the running daemon wrote about itself, or None if none runs."""
+    pid = running_pid(paths)
+    if pid is None:
+        return None
+    try:
+        with open(paths.status, encoding="utf-8") as f:
+            status = json.load(f)
+    except (OSError, ValueError):
+        return {"pid": pid, "home": paths.home, "starting": True}
+    if status.get("pid") != pid:
+        return {"pid": pid, "home": paths.home, "starting": True}
+    return status
+
+
+def probe_ready(paths: Paths, url: str, timeout: float = 2.0) -> bool:
+    """Whether ``/readyz`` answers ok over TLS verified with the control plane's CA."""
+    ca = os.path.join(paths.pki, tls.CA_CERT)
+    try:
+        context = ssl.create_default_context(cafile=ca)
+        with urllib.request.urlopen(f"{url}/readyz", timeout=timeout, context=context) as resp:
+            return resp.status == 200 and resp.read().strip() == b"ok"
+    except (OSError, ValueError):
+        return False
+
+
+def start_background(config: Config, *, timeout: float = READY_TIMEOUT) -> dict[str, Any]:
+    """Start the daemon detached from this process and wait until it is ready.
+
+    Raises :class:`AlreadyRunning` if one runs, :class:`DaemonError` if it does not become
+    ready (the message points at its log).
+    """
+    paths = config.paths
+    pid = running_pid(paths)
+    if pid is not None:
+        raise AlreadyRunning(pid)
+    os.makedirs(os.path.dirname(paths.log), mode=0o700, exist_ok=True)
+    command = [sys.executable, "-m", "kubetrain", "apiserver", "--home", paths.home]
+    if config.memory:
+        command.append("--memory")
+    if config.port is not None:
+        command += ["--port", str(config.port)]
+    with open(paths.log, "ab") as log_file:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        code = process.poll()
+        if code is not None:
+            raise DaemonError(
+                f"the local control plane exited with status {code} while starting; see {paths.log}"
+            )
+        status = read_status(paths)
+        mine = bool(status) and status.get("pid") == process.pid and status.get("url")
+        if mine and status is not None and probe_ready(paths, status["url"]):
+            return status
+        time.sleep(0.1)
+    raise DaemonError(
+        f"the local control plane did not become ready within {timeout:.0f}s; see {paths.log}"
+    )
+
+
+def stop(paths: Paths, *, grace: float = STOP_GRACE) -> int | None:
+    """Stop the running daemon: SIGTERM, then SIGKILL after ``grace`` seconds, then SIGKILL
+    to whatever is left in its process group. Returns the pid stopped, or None if none ran."""
+    pid = running_pid(paths)
+    if pid is None:
+        return None
+    group = _group_led_by(pid)
+    _send(pid, group, signal.SIGTERM)
+    if not _wait_gone(pid, grace):
+        _send(pid, group, signal.SIGKILL)
+        _wait_gone(pid, 5.0)
+    if group is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.unlink(paths.status)
+    return pid
+
+
+def _group_led_by(pid: int) -> int | None:
+    """The daemon's process group if it leads one (``kubetrain up`` starts it so)."""
+    try:
+        return pid if os.getpgid(pid) == pid else None
+    except ProcessLookupError:
+        return None
+
+
+def _send(pid: int, group: int | None, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group is not None:
+            os.killpg(group, sig)
+        else:
+            os.kill(pid, sig)
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

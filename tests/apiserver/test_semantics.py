@@ -1,0 +1,787 @@
+"""kube-apiserver semantics beyond plain CRUD: namespaces and their lifecycle, custom resources
+(generation, status and scale subresources, schema defaults and pruning), field validation,
+patch types and server-side apply, built-in rules for pods, services, secrets, quotas and
+claims, and Table responses."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from tests.apiserver.conftest import wait_for
+
+VERSION = "v1"
+
+
+def status_of(exc: ApiException) -> dict:
+    return json.loads(exc.body)
+
+
+def call(
+    api_client: client.ApiClient,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    content_type: str = "application/json",
+    accept: str = "application/json",
+    query: list[tuple[str, str]] | None = None,
+) -> tuple[int, dict[str, Any], Any]:
+    """A raw request with the official client's connection pool, TLS and token: (status,
+    headers, decoded body). Bytes are sent as they are, so malformed bodies can be sent."""
+    data = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
+    config = api_client.configuration
+    headers = {"Content-Type": content_type, "Accept": accept}
+    headers["Authorization"] = config.auth_settings()["BearerToken"]["value"]
+    url = config.host + path
+    if query:
+        url += "?" + urllib.parse.urlencode(query)
+    response = api_client.rest_client.pool_manager.request(
+        method, url, body=data, headers=headers, timeout=30
+    )
+    raw = response.data
+    try:
+        decoded = json.loads(raw) if raw else None
+    except ValueError:
+        decoded = raw
+    return response.status, dict(response.headers), decoded
+
+
+@pytest.fixture(scope="module")
+def widgets(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
+    """A CRD of our own (group, plural) with status and scale subresources."""
+    ext = client.ApiextensionsV1Api(api_client)
+    group = f"kt{secrets.token_hex(3)}.example.com"
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"widgets.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {
+                        "status": {},
+                        "scale": {
+                            "specReplicasPath": ".spec.replicas",
+                            "statusReplicasPath": ".status.replicas",
+                        },
+                    },
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "replicas": {"type": "integer", "default": 1},
+                                        "color": {"type": "string", "enum": ["red", "blue"]},
+                                        "free": {
+                                            "type": "object",
+                                            "x-kubernetes-preserve-unknown-fields": True,
+                                        },
+                                    },
+                                },
+                                "status": {
+                                    "type": "object",
+                                    "properties": {
+                                        "replicas": {"type": "integer"},
+                                        "phase": {"type": "string"},
+                                    },
+                                },
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    ext.create_custom_resource_definition(crd)
+
+    def established() -> bool:
+        got = ext.read_custom_resource_definition(f"widgets.{group}")
+        return any(
+            c.type == "Established" and c.status == "True" for c in got.status.conditions or []
+        )
+
+    wait_for(established)
+    # discovery may lag establishment a little on a real cluster
+    wait_for(lambda: call(api_client, "GET", f"/apis/{group}/{VERSION}")[0] == 200)
+    try:
+        yield group, "widgets"
+    finally:
+        ext.delete_custom_resource_definition(f"widgets.{group}")
+
+
+def widget(name: str, **spec: Any) -> dict[str, Any]:
+    return {"kind": "Widget", "metadata": {"name": name}, "spec": spec}
+
+
+def widget_of(group: str, name: str, **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": f"{group}/{VERSION}", **widget(name, **spec)}
+
+
+# --- namespaces -----------------------------------------------------------------------------
+
+
+def test_a_new_namespace_is_active_with_a_default_service_account(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    ns = core.read_namespace(namespace)
+    assert ns.status.phase == "Active"
+    assert ns.spec.finalizers == ["kubernetes"]
+    assert ns.metadata.labels["kubernetes.io/metadata.name"] == namespace
+    assert core.read_namespaced_service_account("default", namespace).metadata.name == "default"
+
+
+def test_deleting_a_namespace_deletes_its_contents_then_the_namespace(
+    core: client.CoreV1Api,
+) -> None:
+    name = "kt-" + secrets.token_hex(4)
+    core.create_namespace({"metadata": {"name": name}})
+    core.create_namespaced_config_map(name, {"metadata": {"name": "inside"}})
+    deleted = core.delete_namespace(name)
+    assert deleted is not None
+
+    def gone() -> bool:
+        try:
+            ns = core.read_namespace(name)
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        assert ns.status.phase == "Terminating"
+        return False
+
+    wait_for(gone, timeout=60)
+    with pytest.raises(ApiException) as info:
+        core.read_namespaced_config_map("inside", name)
+    assert info.value.status == 404
+
+
+def test_nothing_new_may_be_created_in_a_terminating_namespace(core: client.CoreV1Api) -> None:
+    name = "kt-" + secrets.token_hex(4)
+    core.create_namespace({"metadata": {"name": name}})
+    core.create_namespaced_config_map(
+        name, {"metadata": {"name": "held", "finalizers": ["example.com/hold"]}}
+    )
+    core.delete_namespace(name)
+    try:
+        with pytest.raises(ApiException) as info:
+            core.create_namespaced_config_map(name, {"metadata": {"name": "late"}})
+        assert info.value.status == 403
+        assert "because it is being terminated" in status_of(info.value)["message"]
+    finally:
+        core.patch_namespaced_config_map("held", name, {"metadata": {"finalizers": None}})
+
+
+def test_the_default_namespace_cannot_be_deleted(core: client.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as info:
+        core.delete_namespace("default")
+    assert info.value.status == 403
+
+
+# --- custom resources -----------------------------------------------------------------------
+
+
+def test_custom_resources_get_generation_and_schema_defaults(
+    custom: client.CustomObjectsApi, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    created = custom.create_namespaced_custom_object(
+        group, VERSION, namespace, plural, widget_of(group, "a", color="red")
+    )
+    assert created["metadata"]["generation"] == 1
+    assert created["spec"] == {"color": "red", "replicas": 1}
+    assert created["apiVersion"] == f"{group}/{VERSION}"
+    created["spec"]["color"] = "blue"
+    updated = custom.replace_namespaced_custom_object(
+        group, VERSION, namespace, plural, "a", created
+    )
+    assert updated["metadata"]["generation"] == 2
+    same = custom.replace_namespaced_custom_object(group, VERSION, namespace, plural, "a", updated)
+    assert same["metadata"]["generation"] == 2
+
+
+def test_status_subresource_isolation_both_ways(
+    custom: client.CustomObjectsApi, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    created = custom.create_namespaced_custom_object(
+        group,
+        VERSION,
+        namespace,
+        plural,
+        {**widget_of(group, "s", color="red"), "status": {"phase": "X"}},
+    )
+    assert "status" not in created, "status is dropped on create"
+    body = {**created, "status": {"phase": "Running"}}
+    body["spec"] = {**created["spec"], "color": "blue"}
+    after_status = custom.replace_namespaced_custom_object_status(
+        group, VERSION, namespace, plural, "s", body
+    )
+    assert after_status["status"] == {"phase": "Running"}
+    assert after_status["spec"]["color"] == "red", "/status ignores spec"
+    assert after_status["metadata"]["generation"] == 1
+    body = {**after_status, "status": {"phase": "Ignored"}}
+    body["spec"] = {**after_status["spec"], "color": "blue"}
+    after_main = custom.replace_namespaced_custom_object(
+        group, VERSION, namespace, plural, "s", body
+    )
+    assert after_main["status"] == {"phase": "Running"}, "the main endpoint ignores status"
+    assert after_main["spec"]["color"] == "blue"
+    assert after_main["metadata"]["generation"] == 2
+
+
+def test_custom_resource_updates_need_a_resource_version(
+    custom: client.CustomObjectsApi, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    custom.create_namespaced_custom_object(
+        group, VERSION, namespace, plural, widget_of(group, "rv")
+    )
+    body = {"apiVersion": f"{group}/{VERSION}", **widget("rv", color="blue")}
+    with pytest.raises(ApiException) as info:
+        custom.replace_namespaced_custom_object(group, VERSION, namespace, plural, "rv", body)
+    assert info.value.status == 422
+    causes = status_of(info.value)["details"]["causes"]
+    assert causes[0]["field"] == "metadata.resourceVersion"
+
+
+def test_schema_validation_is_422_with_causes(
+    custom: client.CustomObjectsApi, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    with pytest.raises(ApiException) as info:
+        custom.create_namespaced_custom_object(
+            group,
+            VERSION,
+            namespace,
+            plural,
+            widget_of(group, "bad", color="green", replicas="many"),
+        )
+    assert info.value.status == 422
+    status = status_of(info.value)
+    assert status["reason"] == "Invalid"
+    assert status["message"].startswith(f'Widget.{group} "bad" is invalid: ')
+    fields = {c["field"] for c in status["details"]["causes"]}
+    assert {"spec.color", "spec.replicas"} <= fields
+
+
+def test_unknown_fields_are_pruned_warned_about_or_refused(
+    api_client: client.ApiClient, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    path = f"/apis/{group}/{VERSION}/namespaces/{namespace}/{plural}"
+    body = {"apiVersion": f"{group}/{VERSION}", **widget("p", color="red", extra=1)}
+    body["spec"]["free"] = {"anything": {"goes": True}}
+    code, headers, created = call(api_client, "POST", path, body)
+    assert code == 201
+    assert "extra" not in created["spec"]
+    assert created["spec"]["free"] == {"anything": {"goes": True}}
+    assert 'unknown field \\"spec.extra\\"' in headers.get("Warning", "") or (
+        'unknown field "spec.extra"' in headers.get("Warning", "")
+    )
+    body["metadata"]["name"] = "strict"
+    code, _, status = call(api_client, "POST", path, body, query=[("fieldValidation", "Strict")])
+    assert code == 400
+    assert 'strict decoding error: unknown field "spec.extra"' in status["message"]
+    body["metadata"]["name"] = "ignore"
+    code, headers, _ = call(api_client, "POST", path, body, query=[("fieldValidation", "Ignore")])
+    assert code == 201
+    assert "Warning" not in headers
+
+
+def test_scale_subresource(
+    custom: client.CustomObjectsApi, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    custom.create_namespaced_custom_object(
+        group, VERSION, namespace, plural, widget_of(group, "sc")
+    )
+    scale = custom.get_namespaced_custom_object_scale(group, VERSION, namespace, plural, "sc")
+    assert scale["kind"] == "Scale"
+    assert scale["spec"]["replicas"] == 1
+    custom.patch_namespaced_custom_object_scale(
+        group, VERSION, namespace, plural, "sc", {"spec": {"replicas": 5}}
+    )
+    got = custom.get_namespaced_custom_object(group, VERSION, namespace, plural, "sc")
+    assert got["spec"]["replicas"] == 5
+
+
+def test_custom_resources_do_not_take_strategic_merge_patches(
+    api_client: client.ApiClient, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    path = f"/apis/{group}/{VERSION}/namespaces/{namespace}/{plural}"
+    call(api_client, "POST", path, {"apiVersion": f"{group}/{VERSION}", **widget("smp")})
+    code, _, status = call(
+        api_client,
+        "PATCH",
+        f"{path}/smp",
+        {"spec": {"color": "red"}},
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert code == 415
+    assert status["reason"] == "UnsupportedMediaType"
+
+
+# --- patches and apply ------------------------------------------------------------------
+
+
+def test_patch_types_on_a_configmap(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "p"}, "data": {"a": "1"}})
+    path = f"/api/v1/namespaces/{namespace}/configmaps/p"
+    code, _, got = call(
+        api_client,
+        "PATCH",
+        path,
+        {"data": {"b": "2", "a": None}},
+        content_type="application/merge-patch+json",
+    )
+    assert code == 200
+    assert got["data"] == {"b": "2"}
+    code, _, got = call(
+        api_client,
+        "PATCH",
+        path,
+        [{"op": "replace", "path": "/data/b", "value": "3"}],
+        content_type="application/json-patch+json",
+    )
+    assert code == 200
+    assert got["data"] == {"b": "3"}
+    code, _, got = call(
+        api_client,
+        "PATCH",
+        path,
+        {"data": {"c": "4"}},
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert code == 200
+    assert got["data"] == {"b": "3", "c": "4"}
+    code, _, status = call(
+        api_client, "PATCH", path, b"{not json", content_type="application/merge-patch+json"
+    )
+    assert code == 400
+    assert status["kind"] == "Status"
+    code, _, status = call(api_client, "PATCH", path, {"data": {}}, content_type="text/plain")
+    assert code == 415
+
+
+def test_a_patch_with_a_stale_resource_version_is_409(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    created = core.create_namespaced_config_map(namespace, {"metadata": {"name": "p"}})
+    core.patch_namespaced_config_map("p", namespace, {"data": {"x": "1"}})
+    code, _, status = call(
+        api_client,
+        "PATCH",
+        f"/api/v1/namespaces/{namespace}/configmaps/p",
+        {"metadata": {"resourceVersion": created.metadata.resource_version}, "data": {"y": "2"}},
+        content_type="application/merge-patch+json",
+    )
+    assert code == 409
+    assert status["reason"] == "Conflict"
+
+
+def test_server_side_apply_tracks_owners_and_reports_conflicts(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps/ssa"
+    doc = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ssa"},
+        "data": {"owned": "a"},
+    }
+    code, _, got = call(
+        api_client,
+        "PATCH",
+        path,
+        doc,
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", "alice")],
+    )
+    assert code == 201
+    assert got["data"] == {"owned": "a"}
+    assert [m["manager"] for m in got["metadata"]["managedFields"]] == ["alice"]
+    doc["data"] = {"owned": "b"}
+    code, _, status = call(
+        api_client,
+        "PATCH",
+        path,
+        doc,
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", "bob")],
+    )
+    assert code == 409
+    assert status["reason"] == "Conflict"
+    assert status["details"]["causes"][0]["reason"] == "FieldManagerConflict"
+    assert status["details"]["causes"][0]["field"] == ".data.owned"
+    code, _, got = call(
+        api_client,
+        "PATCH",
+        path,
+        doc,
+        content_type="application/apply-patch+yaml",
+        query=[("fieldManager", "bob"), ("force", "true")],
+    )
+    assert code == 200
+    assert got["data"] == {"owned": "b"}
+    code, _, status = call(
+        api_client, "PATCH", path, doc, content_type="application/apply-patch+yaml"
+    )
+    assert code == 400, "apply needs a fieldManager"
+
+
+# --- built-in rules ---------------------------------------------------------------------
+
+
+def pod(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}], **spec},
+    }
+
+
+def test_pods_get_defaults_and_a_pending_status(core: client.CoreV1Api, namespace: str) -> None:
+    created = core.create_namespaced_pod(namespace, pod("d"))
+    assert created.status.phase == "Pending"
+    assert created.status.qos_class == "BestEffort"
+    assert created.spec.restart_policy == "Always"
+    assert created.spec.termination_grace_period_seconds == 30
+    assert created.spec.service_account_name == "default"
+    assert created.spec.scheduler_name == "default-scheduler"
+    assert created.spec.containers[0].termination_message_path == "/dev/termination-log"
+    assert created.spec.containers[0].image_pull_policy == "Always"
+
+
+def test_a_pod_needs_containers(api_client: client.ApiClient, namespace: str) -> None:
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": {}}
+    code, _, status = call(api_client, "POST", f"/api/v1/namespaces/{namespace}/pods", body)
+    assert code == 422
+    assert "spec.containers" in {c["field"] for c in status["details"]["causes"]}
+
+
+def test_a_pod_spec_is_immutable_but_for_images(core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_pod(namespace, pod("imm"))
+    core.patch_namespaced_pod(
+        "imm", namespace, {"spec": {"containers": [{"name": "main", "image": "busybox:2"}]}}
+    )
+    with pytest.raises(ApiException) as info:
+        core.patch_namespaced_pod("imm", namespace, {"spec": {"restartPolicy": "Never"}})
+    assert info.value.status == 422
+
+
+def test_binding_a_pod_sets_its_node_once(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_pod(namespace, pod("b"))
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "b"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods/b/binding"
+    code, _, _ = call(api_client, "POST", path, binding)
+    assert code == 201
+    bound = core.read_namespaced_pod("b", namespace)
+    assert bound.spec.node_name == "node-1"
+    assert any(c.type == "PodScheduled" and c.status == "True" for c in bound.status.conditions)
+    code, _, _status = call(api_client, "POST", path, binding)
+    assert code == 409
+    assert core.list_namespaced_pod(namespace, field_selector="spec.nodeName=node-1").items
+
+
+def test_pod_status_updates_go_through_the_status_subresource(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_pod(namespace, pod("st"))
+    core.patch_namespaced_pod_status("st", namespace, {"status": {"phase": "Running"}})
+    assert core.read_namespaced_pod("st", namespace).status.phase == "Running"
+    core.patch_namespaced_pod("st", namespace, {"status": {"phase": "Failed"}})
+    assert core.read_namespaced_pod("st", namespace).status.phase == "Running"
+
+
+def test_an_unscheduled_pod_is_deleted_at_once_and_returned(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_pod(namespace, pod("gone"))
+    deleted = core.delete_namespaced_pod("gone", namespace)
+    assert deleted.metadata.name == "gone"
+    with pytest.raises(ApiException) as info:
+        core.read_namespaced_pod("gone", namespace)
+    assert info.value.status == 404
+
+
+def test_a_scheduled_pod_is_deleted_gracefully(core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_pod(namespace, pod("grace", nodeName="node-1"))
+    core.delete_namespaced_pod("grace", namespace)
+    pending = core.read_namespaced_pod("grace", namespace)
+    assert pending.metadata.deletion_timestamp is not None
+    assert pending.metadata.deletion_grace_period_seconds == 30
+    core.delete_namespaced_pod("grace", namespace, grace_period_seconds=0)
+    with pytest.raises(ApiException) as info:
+        core.read_namespaced_pod("grace", namespace)
+    assert info.value.status == 404
+
+
+def test_resource_quota_refuses_pods_beyond_the_limit(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_resource_quota(
+        namespace, {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}}
+    )
+    core.create_namespaced_pod(namespace, pod("first"))
+    with pytest.raises(ApiException) as info:
+        core.create_namespaced_pod(namespace, pod("second"))
+    assert info.value.status == 403
+    message = status_of(info.value)["message"]
+    assert message.startswith('pods "second" is forbidden: exceeded quota: q')
+
+
+def test_secrets_fold_string_data_into_base64_data(core: client.CoreV1Api, namespace: str) -> None:
+    created = core.create_namespaced_secret(
+        namespace, {"metadata": {"name": "s"}, "stringData": {"user": "admin"}}
+    )
+    assert created.data == {"user": "YWRtaW4="}
+    assert created.type == "Opaque"
+    assert not getattr(created, "string_data", None)
+
+
+def test_services_get_a_cluster_ip_and_port_defaults(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    created = core.create_namespaced_service(
+        namespace, {"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}}
+    )
+    assert created.spec.cluster_ip
+    assert created.spec.cluster_ips == [created.spec.cluster_ip]
+    assert created.spec.type == "ClusterIP"
+    assert created.spec.ports[0].protocol == "TCP"
+    assert created.spec.ports[0].target_port == 80
+    headless = core.create_namespaced_service(
+        namespace,
+        {"metadata": {"name": "headless"}, "spec": {"clusterIP": "None", "ports": [{"port": 1}]}},
+    )
+    assert headless.spec.cluster_ip == "None"
+
+
+def test_a_claim_is_bound(core: client.CoreV1Api, namespace: str) -> None:
+    claim = {
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    core.create_namespaced_persistent_volume_claim(namespace, claim)
+
+    def bound() -> bool:
+        got = core.read_namespaced_persistent_volume_claim("data", namespace)
+        return got.status.phase == "Bound" and bool(got.spec.volume_name)
+
+    wait_for(bound, timeout=60)
+
+
+# --- Tables and discovery -------------------------------------------------------------------
+
+
+def test_table_responses_for_kubectl(api_client: client.ApiClient, namespace: str) -> None:
+    table_accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    code, _, got = call(
+        api_client, "GET", f"/api/v1/namespaces/{namespace}/serviceaccounts", accept=table_accept
+    )
+    assert code == 200
+    assert got["kind"] == "Table"
+    assert got["apiVersion"] == "meta.k8s.io/v1"
+    assert [c["name"] for c in got["columnDefinitions"]][:1] == ["Name"]
+    assert [r["cells"][0] for r in got["rows"]] == ["default"]
+
+
+def test_discovery_documents(api_client: client.ApiClient) -> None:
+    code, _, core_list = call(api_client, "GET", "/api/v1")
+    assert code == 200
+    pods = next(r for r in core_list["resources"] if r["name"] == "pods")
+    assert pods["namespaced"] is True
+    assert pods["kind"] == "Pod"
+    assert "watch" in pods["verbs"]
+    assert any(r["name"] == "pods/status" for r in core_list["resources"])
+    code, _, groups = call(api_client, "GET", "/apis")
+    names = {g["name"] for g in groups["groups"]}
+    assert {"coordination.k8s.io", "apiextensions.k8s.io"} <= names
+    code, _, version = call(api_client, "GET", "/version")
+    assert version["major"] == "1"
+
+
+def test_unauthenticated_requests_are_401(kubeconfig: str) -> None:
+    import yaml as yaml_module
+    from kubernetes import config as kube_config
+
+    with open(kubeconfig, encoding="utf-8") as f:
+        doc = yaml_module.safe_load(f)
+    for user in doc["users"]:
+        user["user"] = {"token": "wrong"}
+    api = kube_config.new_client_from_config_dict(doc)
+    try:
+        with pytest.raises(ApiException) as info:
+            client.CoreV1Api(api).list_namespace()
+        assert info.value.status == 401
+    finally:
+        api.close()
+
+
+def test_malformed_bodies_are_400_with_a_status(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    for body in (
+        b"{",
+        b"[]",
+        b'"text"',
+        b"null",
+        b'{"metadata": 5}',
+        b'{"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "x"}}',
+    ):
+        code, _, status = call(api_client, "POST", path, body)
+        assert code == 400, body
+        assert status["kind"] == "Status"
+        assert status["status"] == "Failure"
+
+
+def test_a_huge_body_is_413(api_client: client.ApiClient, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    body = {"metadata": {"name": "huge"}, "data": {"x": "y" * (4 * 1024 * 1024)}}
+    code, _, status = call(api_client, "POST", path, body)
+    assert code == 413
+    assert status["reason"] == "RequestEntityTooLarge"
+
+
+# --- kubetrain admission --------------------------------------------------------------------
+
+
+def test_admission_warnings_arrive_as_warning_headers(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    from tests.unit.api.trainers import runtime
+
+    doc = runtime(kind="TrainingRuntime", name="old", namespace=namespace)
+    doc = doc.labels(**{"trainer.kubeflow.org/support": "deprecated"}).build()
+    api_version = doc["apiVersion"]
+    code, headers, created = call(
+        api_client,
+        "POST",
+        f"/apis/{api_version}/namespaces/{namespace}/trainingruntimes",
+        doc,
+    )
+    assert code == 201, created
+    assert 'TrainingRuntime \\"old\\" is deprecated' in headers.get("Warning", "")
+
+
+def test_invalid_kubetrain_objects_are_422_with_upstream_messages(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "bad"},
+        "spec": {
+            "pytorchReplicaSpecs": {
+                "Worker": {
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "not-pytorch", "image": "x"}]}},
+                }
+            }
+        },
+    }
+    code, _, status = call(
+        api_client, "POST", f"/apis/kubeflow.org/v1/namespaces/{namespace}/pytorchjobs", job
+    )
+    assert code == 422
+    assert status["reason"] == "Invalid"
+    assert status["message"].startswith('PyTorchJob.kubeflow.org "bad" is invalid: ')
+    assert status["details"]["causes"]
+    assert all(c["field"].startswith("spec.") for c in status["details"]["causes"])
+
+
+def test_quota_status_tracks_what_pods_use(core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_resource_quota(
+        namespace,
+        {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "5", "requests.cpu": "2"}}},
+    )
+    spec = {
+        "containers": [
+            {"name": "c", "image": "busybox", "resources": {"requests": {"cpu": "500m"}}}
+        ]
+    }
+    core.create_namespaced_pod(namespace, {"metadata": {"name": "p1"}, "spec": spec})
+    core.create_namespaced_pod(namespace, {"metadata": {"name": "p2"}, "spec": spec})
+
+    def used() -> dict | None:
+        status = core.read_namespaced_resource_quota("q", namespace).status
+        return status.used if status and status.used else None
+
+    wait_for(lambda: (used() or {}).get("pods") == "2")
+    assert used() == {"pods": "2", "requests.cpu": "1"}
+    core.delete_namespaced_pod("p1", namespace)
+    wait_for(lambda: (used() or {}).get("pods") == "1")
+
+
+def test_limit_range_defaults_apply_to_new_pods(core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_limit_range(
+        namespace,
+        {
+            "metadata": {"name": "defaults"},
+            "spec": {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "default": {"cpu": "1"},
+                        "defaultRequest": {"cpu": "250m"},
+                    }
+                ]
+            },
+        },
+    )
+    created = core.create_namespaced_pod(namespace, pod("limited"))
+    resources = created.spec.containers[0].resources
+    assert resources.limits == {"cpu": "1"}
+    assert resources.requests == {"cpu": "250m"}
+
+
+def test_events_are_served_in_both_api_groups(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_event(
+        namespace,
+        {
+            "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": namespace},
+            "reason": "Started",
+            "message": "hello",
+            "type": "Normal",
+            "source": {"component": "kubelet"},
+        },
+    )
+    code, _, event = call(
+        api_client, "GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events/e1"
+    )
+    assert code == 200
+    assert event["apiVersion"] == "events.k8s.io/v1"
+    assert event["regarding"]["name"] == "p"
+    assert event["note"] == "hello"
+    assert event["deprecatedSource"] == {"component": "kubelet"}
+    listed = core.list_namespaced_event(namespace, field_selector="involvedObject.name=p")
+    assert [e.metadata.name for e in listed.items] == ["e1"]

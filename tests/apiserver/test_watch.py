@@ -1,0 +1,208 @@
+"""Watch, as kube-apiserver documents it: events in order, resume from a resourceVersion,
+synthetic ADDED events for the current state when no version is given, bookmarks,
+timeoutSeconds, selectors (an object that stops matching arrives as DELETED), and 410 Gone as
+an ERROR event when the version asked for is too old."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+
+def configmap(name: str, **meta: Any) -> dict:
+    return {"metadata": {"name": name, **meta}, "data": {"k": "v"}}
+
+
+def raw_watch(api_client: client.ApiClient, path: str, **query: Any) -> Iterator[dict[str, Any]]:
+    """The watch stream as the server sends it: one decoded event per line."""
+    params = [
+        ("watch", "true"),
+        *((k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query.items()),
+    ]
+    response = api_client.call_api(
+        *api_client.param_serialize(
+            "GET",
+            path,
+            query_params=params,
+            auth_settings=["BearerToken"],
+            header_params={"Accept": "application/json"},
+        ),
+        _request_timeout=60,
+    )
+    if response.status >= 400:
+        response.read()
+        raise ApiException(http_resp=response)
+    buffer = b""
+    for chunk in response.response.stream(4096, decode_content=False):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield json.loads(line)
+    if buffer.strip():
+        yield json.loads(buffer)
+
+
+def events(api_client: client.ApiClient, namespace: str, **query: Any) -> list[dict[str, Any]]:
+    return list(raw_watch(api_client, f"/api/v1/namespaces/{namespace}/configmaps", **query))
+
+
+def test_a_watch_from_a_resource_version_replays_what_happened_since(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, configmap("a"))
+    core.patch_namespaced_config_map("a", namespace, {"data": {"k": "2"}})
+    core.delete_namespaced_config_map("a", namespace)
+    got = events(api_client, namespace, resourceVersion=start, timeoutSeconds=1)
+    assert [e["type"] for e in got] == ["ADDED", "MODIFIED", "DELETED"]
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in got]
+    assert versions == sorted(versions)
+    assert versions[0] > int(start)
+    assert got[1]["object"]["data"] == {"k": "2"}
+    assert got[0]["object"]["kind"] == "ConfigMap"
+
+
+def test_resuming_from_the_last_seen_version_misses_nothing_and_repeats_nothing(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, configmap("one"))
+    first = events(api_client, namespace, resourceVersion=start, timeoutSeconds=1)
+    last = first[-1]["object"]["metadata"]["resourceVersion"]
+    core.create_namespaced_config_map(namespace, configmap("two"))
+    second = events(api_client, namespace, resourceVersion=last, timeoutSeconds=1)
+    assert [e["object"]["metadata"]["name"] for e in first] == ["one"]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in second] == [("ADDED", "two")]
+
+
+def test_a_watch_without_a_version_starts_with_the_current_state(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_config_map(namespace, configmap("x"))
+    core.create_namespaced_config_map(namespace, configmap("y"))
+    for version in ("", "0"):
+        query: dict[str, Any] = {"timeoutSeconds": 1}
+        if version:
+            query["resourceVersion"] = version
+        got = events(api_client, namespace, **query)
+        got = [e for e in got if e["object"]["metadata"]["name"] != "kube-root-ca.crt"]
+        assert sorted((e["type"], e["object"]["metadata"]["name"]) for e in got) == [
+            ("ADDED", "x"),
+            ("ADDED", "y"),
+        ]
+
+
+def test_live_events_arrive_while_the_watch_is_open(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    received: list[dict[str, Any]] = []
+
+    def consume() -> None:
+        for event in raw_watch(
+            api_client,
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            resourceVersion=start,
+            timeoutSeconds=5,
+        ):
+            received.append(event)
+            if len(received) == 2:
+                return
+
+    thread = threading.Thread(target=consume)
+    thread.start()
+    time.sleep(0.3)
+    core.create_namespaced_config_map(namespace, configmap("live"))
+    core.delete_namespaced_config_map("live", namespace)
+    thread.join(timeout=10)
+    assert [e["type"] for e in received] == ["ADDED", "DELETED"]
+
+
+def test_a_compacted_resource_version_is_410_gone_as_an_error_event(
+    api_client: client.ApiClient, namespace: str
+) -> None:
+    got = events(api_client, namespace, resourceVersion="1", timeoutSeconds=1)
+    assert len(got) == 1
+    assert got[0]["type"] == "ERROR"
+    status = got[0]["object"]
+    assert status["kind"] == "Status"
+    assert status["code"] == 410
+    assert status["reason"] == "Expired"
+    assert status["message"].startswith("too old resource version: 1 (")
+
+
+def test_bookmarks_are_sent_when_asked_for_and_carry_only_a_resource_version(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, configmap("b"))
+    got = events(
+        api_client, namespace, resourceVersion=start, timeoutSeconds=2, allowWatchBookmarks=True
+    )
+    assert got[0]["type"] == "ADDED"
+    bookmarks = [e for e in got if e["type"] == "BOOKMARK"]
+    assert bookmarks, "a watch that ends at its timeout sends a bookmark"
+    last = bookmarks[-1]["object"]
+    assert last["kind"] == "ConfigMap"
+    assert set(last["metadata"]) <= {"resourceVersion", "creationTimestamp", "annotations"}
+    assert int(last["metadata"]["resourceVersion"]) >= int(
+        got[0]["object"]["metadata"]["resourceVersion"]
+    )
+
+
+def test_no_bookmarks_unless_asked(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    got = events(api_client, namespace, resourceVersion=start, timeoutSeconds=1)
+    assert [e for e in got if e["type"] == "BOOKMARK"] == []
+
+
+def test_timeout_seconds_ends_the_watch(api_client: client.ApiClient, namespace: str) -> None:
+    started = time.monotonic()
+    events(api_client, namespace, timeoutSeconds=1)
+    assert 0.5 < time.monotonic() - started < 10
+
+
+def test_a_selector_watch_sees_objects_enter_and_leave_the_selection(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    core.create_namespaced_config_map(namespace, configmap("s"))
+    core.patch_namespaced_config_map("s", namespace, {"metadata": {"labels": {"pick": "me"}}})
+    core.patch_namespaced_config_map("s", namespace, {"data": {"k": "2"}})
+    core.patch_namespaced_config_map("s", namespace, {"metadata": {"labels": {"pick": None}}})
+    got = events(
+        api_client, namespace, resourceVersion=start, timeoutSeconds=1, labelSelector="pick=me"
+    )
+    assert [e["type"] for e in got] == ["ADDED", "MODIFIED", "DELETED"]
+    assert got[-1]["object"]["metadata"].get("labels", {}) == {}
+
+
+def test_the_official_client_watch_helper_works(core: client.CoreV1Api, namespace: str) -> None:
+    from kubernetes import watch
+
+    core.create_namespaced_config_map(namespace, configmap("w"))
+    seen = []
+    stream = watch.Watch().stream(core.list_namespaced_config_map, namespace, timeout_seconds=1)
+    for event in stream:
+        if event["object"].metadata.name != "kube-root-ca.crt":
+            seen.append((event["type"], event["object"].metadata.name))
+    assert seen == [("ADDED", "w")]
+
+
+@pytest.mark.parametrize("value", ["abc", "-5"])
+def test_a_malformed_resource_version_is_400(
+    api_client: client.ApiClient, namespace: str, value: str
+) -> None:
+    with pytest.raises(ApiException) as info:
+        events(api_client, namespace, resourceVersion=value, timeoutSeconds=1)
+    assert info.value.status == 400

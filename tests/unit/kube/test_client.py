@@ -1,0 +1,380 @@
+"""The client on the wire, as the Kubernetes API conventions describe requests: paths per
+group, version and scope; the content type of each patch kind and of server-side apply;
+DeleteOptions in the body; limit/continue pagination; discovery; and failures as typed
+errors, including no answer at all within the default timeout."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from kubetrain import kube
+from tests.unit.kube.fakeapi import FakeApi, answer, configmap_list, fail, run, serving
+
+CONFIGMAPS = kube.Resource("", "v1", "configmaps", kind="ConfigMap")
+JOBS = kube.Resource("kubeflow.org", "v1", "pytorchjobs", kind="PyTorchJob")
+NODES = kube.Resource("", "v1", "nodes", namespaced=False, kind="Node")
+
+
+@pytest.mark.parametrize(
+    ("resource", "namespace", "name", "sub", "path"),
+    [
+        (CONFIGMAPS, "ns", None, None, "/api/v1/namespaces/ns/configmaps"),
+        (CONFIGMAPS, None, None, None, "/api/v1/configmaps"),
+        (CONFIGMAPS, "ns", "a", None, "/api/v1/namespaces/ns/configmaps/a"),
+        (JOBS, "ns", "j", "status", "/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs/j/status"),
+        (NODES, None, "n1", None, "/api/v1/nodes/n1"),
+        (kube.resource.NAMESPACES, None, "x", "finalize", "/api/v1/namespaces/x/finalize"),
+    ],
+    ids=[
+        "namespaced collection",
+        "all namespaces",
+        "namespaced object",
+        "custom resource subresource",
+        "cluster-scoped object",
+        "namespace finalize",
+    ],
+)
+def test_resource_paths(
+    resource: kube.Resource, namespace: str | None, name: str | None, sub: str | None, path: str
+) -> None:
+    assert resource.path(namespace, name, sub) == path
+
+
+def test_a_name_that_is_not_a_path_segment_is_refused() -> None:
+    with pytest.raises(ValueError, match="path segment"):
+        CONFIGMAPS.path("ns", "..")
+    assert CONFIGMAPS.path("ns", "a/b") == "/api/v1/namespaces/ns/configmaps/a%2Fb"
+
+
+def test_a_namespaced_object_without_a_namespace_is_refused() -> None:
+    with pytest.raises(ValueError, match="namespaced"):
+        CONFIGMAPS.path(None, "a")
+    with pytest.raises(ValueError, match="cluster-scoped"):
+        NODES.path("ns", "n1")
+
+
+def test_get_returns_the_object_as_a_dict() -> None:
+    fake = FakeApi()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+    fake.on("GET", "/api/v1/namespaces/ns/configmaps/a", answer(cm))
+
+    async def scenario() -> dict[str, Any]:
+        async with serving(fake) as client:
+            return await client.get(CONFIGMAPS, "a", namespace="ns")
+
+    assert run(scenario()) == cm
+    request = fake.requests[0]
+    assert request.headers["Accept"] == "application/json"
+    assert request.headers["User-Agent"].startswith("kubetrain/")
+
+
+@pytest.mark.parametrize(
+    ("kind", "patch", "content_type"),
+    [
+        ("merge", {"data": {"k": "v"}}, "application/merge-patch+json"),
+        ("json", [{"op": "add", "path": "/data/k", "value": "v"}], "application/json-patch+json"),
+        ("strategic", {"data": {"k": "v"}}, "application/strategic-merge-patch+json"),
+    ],
+    ids=["merge", "json", "strategic"],
+)
+def test_each_patch_kind_has_its_content_type(kind: str, patch: Any, content_type: str) -> None:
+    fake = FakeApi()
+    fake.on("PATCH", "/api/v1/namespaces/ns/configmaps/a", answer({"metadata": {"name": "a"}}))
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.patch(CONFIGMAPS, "a", patch, namespace="ns", type=kind)  # type: ignore[arg-type]
+
+    run(scenario())
+    request = fake.requests[0]
+    assert request.content_type == content_type
+    assert request.body == patch
+
+
+def test_a_json_patch_must_be_a_list_of_operations() -> None:
+    async def scenario() -> None:
+        async with serving(FakeApi()) as client:
+            await client.patch(CONFIGMAPS, "a", {"op": "add"}, namespace="ns", type="json")
+
+    with pytest.raises(ValueError, match="list of operations"):
+        run(scenario())
+
+
+def test_apply_is_a_server_side_apply_patch_with_field_manager_and_force() -> None:
+    fake = FakeApi()
+    fake.on("PATCH", "/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs/j", answer({}))
+
+    async def scenario() -> None:
+        async with serving(fake, field_manager="training-operator") as client:
+            await client.apply(JOBS, {"metadata": {"name": "j", "namespace": "ns"}}, force=True)
+
+    run(scenario())
+    request = fake.requests[0]
+    assert request.content_type == "application/apply-patch+yaml"
+    assert request.query == {"fieldManager": "training-operator", "force": "true"}
+    assert request.body["apiVersion"] == "kubeflow.org/v1"
+    assert request.body["kind"] == "PyTorchJob"
+
+
+def test_create_posts_to_the_collection_of_the_objects_namespace() -> None:
+    fake = FakeApi()
+    fake.on("POST", "/api/v1/namespaces/ns/configmaps", answer({"metadata": {"name": "a"}}, 201))
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.create(
+                CONFIGMAPS, {"metadata": {"name": "a", "namespace": "ns"}}, dry_run=True
+            )
+
+    run(scenario())
+    assert fake.requests[0].query == {"dryRun": "All"}
+
+
+def test_delete_sends_delete_options_with_policy_and_preconditions() -> None:
+    fake = FakeApi()
+    fake.on("DELETE", "/api/v1/namespaces/ns/configmaps/a", answer({"kind": "Status"}))
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.delete(
+                CONFIGMAPS,
+                "a",
+                namespace="ns",
+                propagation_policy="Foreground",
+                preconditions={"uid": "u-1"},
+            )
+
+    run(scenario())
+    assert fake.requests[0].body == {
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": "Foreground",
+        "preconditions": {"uid": "u-1"},
+    }
+
+
+def test_list_all_follows_continue_tokens_and_keeps_the_first_pages_version() -> None:
+    fake = FakeApi()
+    fake.on(
+        "GET",
+        "/api/v1/namespaces/ns/configmaps",
+        answer(configmap_list(7, "a", "b", continue_token="t1")),
+        answer(configmap_list(7, "c", continue_token="t2")),
+        answer(configmap_list(7, "d")),
+    )
+
+    async def scenario() -> dict[str, Any]:
+        async with serving(fake) as client:
+            return await client.list_all(
+                CONFIGMAPS, namespace="ns", page_size=2, label_selector="app=x"
+            )
+
+    listed = run(scenario())
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "b", "c", "d"]
+    assert listed["metadata"] == {"resourceVersion": "7"}
+    assert [r.query.get("continue") for r in fake.requests] == [None, "t1", "t2"]
+    assert all(
+        r.query["limit"] == "2" and r.query["labelSelector"] == "app=x" for r in fake.requests
+    )
+
+
+def test_an_expired_continue_token_falls_back_to_one_full_list() -> None:
+    fake = FakeApi()
+    fake.on(
+        "GET",
+        "/api/v1/namespaces/ns/configmaps",
+        answer(configmap_list(7, "a", continue_token="t1")),
+        fail(410, "Expired", "The provided continue parameter is too old"),
+        answer(configmap_list(9, "a", "b")),
+    )
+
+    async def scenario() -> dict[str, Any]:
+        async with serving(fake) as client:
+            return await client.list_all(CONFIGMAPS, namespace="ns", page_size=1)
+
+    listed = run(scenario())
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "b"]
+    assert "limit" not in fake.requests[-1].query
+
+
+def test_failures_arrive_as_typed_errors_with_the_status_kept() -> None:
+    fake = FakeApi()
+    fake.on(
+        "POST",
+        "/api/v1/namespaces/ns/configmaps",
+        fail(409, "AlreadyExists", 'configmaps "a" already exists', name="a", kind="configmaps"),
+    )
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.create(CONFIGMAPS, {"metadata": {"name": "a"}}, namespace="ns")
+
+    with pytest.raises(kube.AlreadyExists) as caught:
+        run(scenario())
+    assert caught.value.details == {"name": "a", "kind": "configmaps"}
+
+
+def test_a_server_that_does_not_answer_in_time_is_unavailable() -> None:
+    fake = FakeApi()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(5)
+        return web.json_response({})
+
+    fake.on("GET", "/version", slow)
+
+    async def scenario() -> None:
+        async with serving(fake, timeout=0.2) as client:
+            await client.request("GET", "/version")
+
+    with pytest.raises(kube.Unavailable, match=r"no answer within 0\.2s"):
+        run(scenario())
+
+
+def test_a_per_call_timeout_overrides_the_clients() -> None:
+    fake = FakeApi()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.3)
+        return web.json_response({"ok": True})
+
+    fake.on("GET", "/version", slow)
+
+    async def scenario() -> Any:
+        async with serving(fake, timeout=0.05) as client:
+            return await client.request("GET", "/version", timeout=2.0)
+
+    assert run(scenario()) == {"ok": True}
+
+
+def discovery_api() -> FakeApi:
+    fake = FakeApi()
+    fake.on("GET", "/api", answer({"kind": "APIVersions", "versions": ["v1"]}))
+    fake.on(
+        "GET",
+        "/apis",
+        answer(
+            {
+                "kind": "APIGroupList",
+                "groups": [
+                    {
+                        "name": "kubeflow.org",
+                        "versions": [
+                            {"groupVersion": "kubeflow.org/v1", "version": "v1"},
+                            {"groupVersion": "kubeflow.org/v1beta1", "version": "v1beta1"},
+                        ],
+                        "preferredVersion": {"groupVersion": "kubeflow.org/v1", "version": "v1"},
+                    },
+                    {
+                        "name": "metrics.k8s.io",
+                        "versions": [
+                            {"groupVersion": "metrics.k8s.io/v1beta1", "version": "v1beta1"}
+                        ],
+                        "preferredVersion": {
+                            "groupVersion": "metrics.k8s.io/v1beta1",
+                            "version": "v1beta1",
+                        },
+                    },
+                ],
+            }
+        ),
+    )
+    fake.on(
+        "GET",
+        "/api/v1",
+        answer(
+            {
+                "kind": "APIResourceList",
+                "groupVersion": "v1",
+                "resources": [
+                    {
+                        "name": "configmaps",
+                        "namespaced": True,
+                        "kind": "ConfigMap",
+                        "verbs": ["get", "list", "watch", "delete"],
+                    },
+                    {
+                        "name": "namespaces",
+                        "namespaced": False,
+                        "kind": "Namespace",
+                        "verbs": ["get", "list"],
+                    },
+                    {
+                        "name": "namespaces/finalize",
+                        "namespaced": False,
+                        "kind": "Namespace",
+                        "verbs": ["update"],
+                    },
+                ],
+            }
+        ),
+    )
+    for version in ("v1", "v1beta1"):
+        fake.on(
+            "GET",
+            f"/apis/kubeflow.org/{version}",
+            answer(
+                {
+                    "kind": "APIResourceList",
+                    "groupVersion": f"kubeflow.org/{version}",
+                    "resources": [
+                        {
+                            "name": "pytorchjobs",
+                            "namespaced": True,
+                            "kind": "PyTorchJob",
+                            "verbs": ["list"],
+                        }
+                    ],
+                }
+            ),
+        )
+    fake.on(
+        "GET",
+        "/apis/metrics.k8s.io/v1beta1",
+        fail(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
+    )
+    return fake
+
+
+def test_discovery_lists_resources_maps_kinds_and_prefers_the_preferred_version() -> None:
+    fake = discovery_api()
+
+    async def scenario() -> kube.Discovery:
+        async with serving(fake) as client:
+            return await client.discover()
+
+    found = run(scenario())
+    assert found.find_kind("v1", "ConfigMap") == CONFIGMAPS
+    assert found.find_kind("kubeflow.org/v1beta1", "PyTorchJob") == kube.Resource(
+        "kubeflow.org", "v1beta1", "pytorchjobs"
+    )
+    assert found.find("kubeflow.org", "pytorchjobs") == JOBS
+    assert sorted(r.group_resource for r in found.preferred()) == [
+        "configmaps",
+        "namespaces",
+        "pytorchjobs.kubeflow.org",
+    ]
+    assert [r.version for r in found.preferred() if r.group == "kubeflow.org"] == ["v1"]
+    namespaces = found.find("", "namespaces")
+    assert namespaces is not None
+    assert not namespaces.namespaced
+    assert found.subresources[namespaces] == {"finalize"}
+    assert found.failed == ("metrics.k8s.io/v1beta1",)  # left out, not fatal
+
+
+def test_discovery_is_cached_until_refreshed() -> None:
+    fake = discovery_api()
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.discover()
+            await client.discover()
+            assert len(fake.seen("GET", "/api")) == 1
+            await client.discover(refresh=True)
+            assert len(fake.seen("GET", "/api")) == 2
+
+    run(scenario())
