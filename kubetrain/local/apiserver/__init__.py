@@ -15,5 +15,13 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``watch``      watch fan-out and resume from a resourceVersion; 410 Gone after compaction
 - ``resources``  the built-in resource table (group, version, kind, plural, scope, verbs)
 - ``registry``   generic create/get/list/update/patch/delete/watch over ``store``
-- ``server``     the aiohttp application: routing, auth, TLS, discovery, Status errors
+- ``strategies`` the per-resource hooks the registry calls (prepare, validate), and their base
+- ``namespaces``, ``pods``, ``services``, ``claims``, ``quotas``, ``crds``: one kind's rules each
+- ``builtin_schemas`` the shapes of built-in kinds, for unknown-field checks
+- ``protobuf``   the few protobuf bodies kubectl sends for built-in kinds
+- ``bootstrap``  what exists on first start: namespaces, CRDs (kubetrain's, Volcano's, scheduler-plugins')
+- ``errors``     ``Status`` bodies shaped as kube-apiserver's
+- ``discovery``  ``/api``, ``/apis`` and aggregated discovery
+- ``tls``        the CA, serving certificate, bearer token and kubeconfig (files 0600)
+- ``server``     the aiohttp application: routing, auth, TLS, Status errors
 """
