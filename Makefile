@@ -21,8 +21,8 @@ test: $(STAMP) lint
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check kubetrain tests
-	$(BIN)/ruff format --check kubetrain tests
+	$(BIN)/ruff check kubetrain tests bench
+	$(BIN)/ruff format --check kubetrain tests bench
 	$(BIN)/lint-imports
 
 ## crds: regenerate deploy/crds from the API types
