@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import aiohttp
 from kubernetes.aio.client import ApiClient, Configuration
 
-from kubetrain import __version__
+from kubetrain import __version__, _aio
 from kubetrain.kube import config, discovery, errors
 from kubetrain.kube.resource import Resource
 
@@ -390,13 +390,13 @@ class Client:
         returns the decoded JSON body (None when empty)."""
         limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
         try:
-            async with asyncio.timeout(limit):
+            async with _aio.timeout(limit):
                 response = await self._send(method, path, query, body, content_type, limit)
                 try:
                     raw = await response.read()
                 finally:
                     response.response.release()
-        except TimeoutError as exc:
+        except _aio.TIMEOUT_ERRORS as exc:
             raise errors.Unavailable(f"{method} {path}: no answer within {limit}s") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise errors.Unavailable(f"{method} {path}: {_describe(exc)}") from exc
@@ -426,7 +426,7 @@ class Client:
         limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
         failure: errors.ApiError | None = None
         try:
-            async with asyncio.timeout(limit):
+            async with _aio.timeout(limit):
                 response = await self._send("GET", path, query, None, JSON, None, connect=limit)
                 if response.status >= 400:
                     try:
@@ -434,7 +434,7 @@ class Client:
                     finally:
                         response.response.release()
                     failure = errors.from_response(response.status, raw, response.reason or "")
-        except TimeoutError as exc:
+        except _aio.TIMEOUT_ERRORS as exc:
             raise errors.Unavailable(f"GET {path}: no answer within {limit}s") from exc
         except (aiohttp.ClientError, OSError) as exc:
             raise errors.Unavailable(f"GET {path}: {_describe(exc)}") from exc

@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
+from kubetrain import _aio
 from kubetrain.kube import errors
 from kubetrain.kube.resource import Resource
 
@@ -165,7 +166,7 @@ class Watch:
         async with self.client.stream(self.resource.path(self.namespace), query=query) as lines:
             while True:
                 try:
-                    async with asyncio.timeout(settings.inactivity):
+                    async with _aio.timeout(settings.inactivity):
                         line = await anext(lines, None)
                 except TimeoutError:
                     log.warning(

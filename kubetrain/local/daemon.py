@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
 from kubetrain.local import gc, namespaces
 from kubetrain.local.apiserver import (
@@ -231,8 +231,12 @@ async def run(config: Config, *, on_ready: Callable[[str], None] | None = None) 
             await bootstrap.install(reg)
             if fresh:
                 await db.compact()  # the initial state is not history to resume from
+            node_tls = await asyncio.to_thread(credentials.client_context)
             api = server.ApiServer(
-                reg, token=credentials.token, bookmark_interval=config.bookmark_interval
+                reg,
+                token=credentials.token,
+                bookmark_interval=config.bookmark_interval,
+                node_tls=node_tls,  # nodes serve certificates from the control plane's CA
             )
             port = _choose_port(config)
             try:
@@ -256,7 +260,7 @@ async def run(config: Config, *, on_ready: Callable[[str], None] | None = None) 
                     os.unlink(paths.status)
                 hub.close_all()
                 try:
-                    async with asyncio.timeout(SHUTDOWN_TIMEOUT):
+                    async with _aio.timeout(SHUTDOWN_TIMEOUT):
                         await runner.cleanup()
                 except TimeoutError:
                     log.warning(
@@ -273,7 +277,7 @@ async def _serve_until_stopped(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        async with asyncio.TaskGroup() as group:
+        async with _aio.TaskGroup() as group:
             tasks = [group.create_task(supervised(c), name=c.name) for c in parts]
             if on_ready is not None:
                 on_ready(url)

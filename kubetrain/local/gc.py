@@ -39,7 +39,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import _aio, kube
 from kubetrain.kube import watch
 
 log = logging.getLogger(__name__)
@@ -267,7 +267,7 @@ class GarbageCollector:
         self._unsynced: set[kube.Resource] = set()
         self._ready = asyncio.Event()
         self._crd_changed = asyncio.Event()
-        self._group: asyncio.TaskGroup | None = None
+        self._group: _aio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
     # -- running ---------------------------------------------------------------------------
@@ -276,7 +276,7 @@ class GarbageCollector:
         """Watch and collect until cancelled, or until ``stop`` is set."""
         log.info("garbage collector starting")
         try:
-            async with asyncio.TaskGroup() as group:
+            async with _aio.TaskGroup() as group:
                 self._group = group
                 self._spawn(self._start(), "gc-start")
                 if stop is not None:
@@ -348,7 +348,7 @@ class GarbageCollector:
         objects of a new custom resource are watched (and collected) without a long wait."""
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.settings.rediscover_every):
+                async with _aio.timeout(self.settings.rediscover_every):
                     await self._crd_changed.wait()
             self._crd_changed.clear()
             for resource, task in list(self._monitors.items()):

@@ -30,7 +30,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import _aio, kube
 from kubetrain.kube import watch
 from kubetrain.kube.resource import NAMESPACES
 
@@ -131,14 +131,14 @@ class NamespaceController:
         self.client = client
         self.settings = settings or Settings()
         self.clock = clock
-        self._group: asyncio.TaskGroup | None = None
+        self._group: _aio.TaskGroup | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._finalizing: dict[str, asyncio.Task[None]] = {}
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Watch namespaces and finalize the deleted ones until cancelled (or ``stop``)."""
         log.info("namespace controller starting")
-        async with asyncio.TaskGroup() as group:
+        async with _aio.TaskGroup() as group:
             self._group = group
             self._spawn(self._watch(), "namespaces-watch")
             if stop is not None:

@@ -6,6 +6,7 @@ These test kubetrain's own daemon, so they do not run against another API server
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
+
+from kubetrain.local import daemon
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KUBETRAIN_TEST_KUBECONFIG")),
@@ -187,3 +190,52 @@ def test_watch_gone_after_restart_is_not_reported_for_kept_history(home: Path) -
     except ApiException as exc:  # pragma: no cover - the failure we guard against
         pytest.fail(f"resuming after a restart failed: {exc}")
     assert [e["object"].metadata.name for e in events] == ["before"]
+
+
+def test_down_stops_a_server_with_open_watches_within_its_grace_period(home: Path) -> None:
+    """Open watches, one of them to a client that stopped reading while events kept coming,
+    hold no one up: SIGTERM ends them, so ``down`` never has to wait out its grace period and
+    fall back to SIGKILL."""
+    assert cli(home, "up").returncode == 0
+    api = config.new_client_from_config(config_file=str(home / "kubeconfig"))
+    core = client.CoreV1Api(api)
+    seen: list[str] = []
+
+    def reading() -> None:
+        with contextlib.suppress(Exception):  # the server goes away under it
+            for event in watch.Watch().stream(
+                core.list_namespaced_config_map, "default", timeout_seconds=120
+            ):
+                seen.append(event["object"].metadata.name)
+
+    threading.Thread(target=reading, daemon=True).start()
+    configuration = api.configuration
+    stalled = api.rest_client.pool_manager.request(
+        "GET",
+        f"{configuration.host}/api/v1/namespaces/default/configmaps?watch=true",
+        headers={"Authorization": configuration.auth_settings()["BearerToken"]["value"]},
+        preload_content=False,  # the headers came, so the watch is open; its body is never read
+        timeout=30,
+    )
+    assert stalled.status == 200
+    try:
+        # far more than the socket buffers hold: the server's writes to the stalled watch block
+        for i in range(24):
+            core.create_namespaced_config_map(
+                "default", {"metadata": {"name": f"big-{i}"}, "data": {"x": "x" * 900_000}}
+            )
+        deadline = time.monotonic() + 30
+        while "big-23" not in seen:
+            assert time.monotonic() < deadline, "the reading watch did not see the writes"
+            time.sleep(0.05)
+        pid = status(home)["pid"]
+        grace = daemon.STOP_GRACE
+        started = time.monotonic()
+        down = cli(home, "down", "--grace", str(grace))
+        elapsed = time.monotonic() - started
+    finally:
+        stalled.release_conn()
+    assert down.returncode == 0, down.stderr
+    assert f"pid {pid}" in down.stderr
+    assert elapsed < grace, f"down took {elapsed:.1f}s, its whole grace period"
+    assert not alive(pid)

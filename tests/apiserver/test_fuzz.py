@@ -179,3 +179,48 @@ def test_malformed_requests_get_a_4xx_status_and_never_a_5xx(
 
 def test_the_server_still_serves_after_the_fuzzing(core: client.CoreV1Api) -> None:
     assert core.list_namespace().items
+
+
+def deep_json(levels: int) -> bytes:
+    """A JSON (and YAML flow) object ``levels`` deep, written out without recursion."""
+    return b'{"a":' * (levels - 1) + b"{}" + b"}" * (levels - 1)
+
+
+def test_bodies_nested_beyond_any_limit_get_a_4xx_and_never_a_5xx(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """Far deeper than any server allows (kube-apiserver stops at 10000 levels, the local one
+    at 100): every way a body comes in is refused with a 4xx Status, and nothing recursive
+    runs out of stack."""
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "deep"}})
+    collection = f"/api/v1/namespaces/{namespace}/configmaps"
+    item = f"{collection}/deep"
+    for levels in (1_000, 20_000):
+        nested = deep_json(levels)
+        configmap = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":'
+        requests = [
+            ("POST", collection, configmap + nested + b"}", "application/json"),
+            ("POST", collection, configmap + nested + b"}", "application/yaml"),
+            ("PUT", item, configmap.replace(b'"x"', b'"deep"') + nested + b"}", ""),
+            ("PATCH", item, b'{"data":' + nested + b"}", "application/merge-patch+json"),
+            (
+                "PATCH",
+                item,
+                b'{"metadata":{"labels":' + nested + b"}}",
+                "application/strategic-merge-patch+json",
+            ),
+            (
+                "PATCH",
+                item,
+                b'[{"op":"add","path":"/data","value":' + nested + b"}]",
+                "application/json-patch+json",
+            ),
+            ("PATCH", item, configmap + nested + b"}", "application/apply-patch+yaml"),
+        ]
+        for method, path, body, content_type in requests:
+            response = send(api_client, method, path, body, content_type, {"fieldManager": "deep"})
+            assert 400 <= response.status < 500, (levels, method, content_type, response.status)
+            status = json.loads(response.data)
+            assert status["kind"] == "Status"
+            assert status["code"] == response.status
+    assert core.read_namespaced_config_map("deep", namespace).data is None

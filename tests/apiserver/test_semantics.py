@@ -5,7 +5,9 @@ claims, and Table responses."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 import urllib.parse
 from collections.abc import Iterator
@@ -187,6 +189,51 @@ def test_nothing_new_may_be_created_in_a_terminating_namespace(core: client.Core
         core.patch_namespaced_config_map("held", name, {"metadata": {"finalizers": None}})
 
 
+def test_finalizing_away_the_last_spec_finalizer_deletes_a_terminating_namespace(
+    core: client.CoreV1Api,
+) -> None:
+    """spec.finalizers holds the client's own finalizers, then ``kubernetes``; once the
+    namespace controller has emptied a deleted namespace and removed ``kubernetes``, the PUT
+    to /finalize that removes the last one deletes the namespace, though it never had
+    metadata.finalizers."""
+    name = "kt-" + secrets.token_hex(4)
+    hold = "example.com/hold"
+    core.create_namespace({"metadata": {"name": name}, "spec": {"finalizers": [hold]}})
+    try:
+        created = core.read_namespace(name)
+        assert created.spec.finalizers == [hold, "kubernetes"]
+        assert not created.metadata.finalizers
+        core.delete_namespace(name)
+
+        def only_ours_left() -> client.V1Namespace | None:
+            ns = core.read_namespace(name)
+            assert ns.status.phase == "Terminating"
+            return ns if ns.spec.finalizers == [hold] else None
+
+        wait_for(only_ours_left, timeout=60)
+
+        def finalized() -> bool:
+            ns = core.read_namespace(name)
+            ns.spec.finalizers = []
+            try:
+                core.replace_namespace_finalize(name, ns)
+            except ApiException as exc:
+                if exc.status != 409:  # the controller wrote in between: read again
+                    raise
+                return False
+            return True
+
+        wait_for(finalized)
+        with pytest.raises(ApiException) as info:
+            core.read_namespace(name)
+        assert info.value.status == 404
+    finally:
+        with contextlib.suppress(ApiException):
+            ns = core.read_namespace(name)
+            ns.spec.finalizers = []
+            core.replace_namespace_finalize(name, ns)
+
+
 def test_the_default_namespace_cannot_be_deleted(core: client.CoreV1Api) -> None:
     with pytest.raises(ApiException) as info:
         core.delete_namespace("default")
@@ -304,6 +351,79 @@ def test_unknown_fields_are_pruned_warned_about_or_refused(
     assert "Warning" not in headers
 
 
+def nest(levels: int) -> dict[str, Any]:
+    """``levels`` objects, each inside the one before: ``{"a": {"a": {}}}`` for 3."""
+    value: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.skipif(
+    bool(os.environ.get("KUBETRAIN_TEST_KUBECONFIG")),
+    reason="kubetrain's own limit of 100 levels; kube-apiserver's decoders allow 10000",
+)
+def test_a_body_nested_deeper_than_100_levels_is_refused_with_a_400(
+    api_client: client.ApiClient, widgets: tuple[str, str], namespace: str
+) -> None:
+    group, plural = widgets
+    path = f"/apis/{group}/{VERSION}/namespaces/{namespace}/{plural}"
+
+    def body(name: str, depth: int) -> dict[str, Any]:
+        """A widget nesting ``depth`` levels in all: itself, spec, spec.free, ..."""
+        doc = widget_of(group, name)
+        doc["spec"]["free"] = nest(depth - 2)
+        return doc
+
+    code, _, created = call(api_client, "POST", path, body("deep", 100))
+    assert code == 201, created
+    too_deep = body("deep", 101)
+    too_deep["metadata"]["resourceVersion"] = created["metadata"]["resourceVersion"]
+    leaf = "/spec/free" + "/a" * 97  # the innermost object, level 100
+    requests = {
+        "a create": ("POST", path, body("deeper", 101), "application/json"),
+        "a YAML create": (
+            "POST",
+            path,
+            json.dumps(body("deeper", 101)).encode(),  # JSON is YAML
+            "application/yaml",
+        ),
+        "an update": ("PUT", f"{path}/deep", too_deep, "application/json"),
+        "a merge patch": (
+            "PATCH",
+            f"{path}/deep",
+            {"spec": {"free": nest(99)}},
+            "application/merge-patch+json",
+        ),
+        "a JSON patch": (
+            "PATCH",
+            f"{path}/deep",
+            [{"op": "add", "path": "/spec/free", "value": nest(99)}],
+            "application/json-patch+json",
+        ),
+        "a JSON patch making it deeper": (
+            "PATCH",
+            f"{path}/deep",
+            [{"op": "add", "path": f"{leaf}/b", "value": {}}],
+            "application/json-patch+json",
+        ),
+        "an apply": ("PATCH", f"{path}/deep", body("deep", 101), "application/apply-patch+yaml"),
+    }
+    for case, (method, url, doc, content_type) in requests.items():
+        code, _, status = call(
+            api_client,
+            method,
+            url,
+            doc,
+            content_type=content_type,
+            query=[("fieldManager", "deep")],
+        )
+        assert (code, status.get("reason")) == (400, "BadRequest"), (case, status)
+        assert "nested too deeply" in status["message"], case
+    code, _, got = call(api_client, "GET", f"{path}/deep")
+    assert got["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+
+
 def test_scale_subresource(
     custom: client.CustomObjectsApi, widgets: tuple[str, str], namespace: str
 ) -> None:
@@ -382,6 +502,42 @@ def test_patch_types_on_a_configmap(
     assert code == 415
 
 
+def test_a_patch_that_does_not_apply_is_422_and_a_malformed_one_is_400(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    """kube-apiserver answers 400 BadRequest when the patch document is not of its type's
+    form, and 422 Invalid when a well-formed patch cannot be applied to the object."""
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "p"}, "data": {"a": "1"}})
+    path = f"/api/v1/namespaces/{namespace}/configmaps/p"
+    not_applicable = {
+        "a failed test": [{"op": "test", "path": "/data/a", "value": "2"}],
+        "removing a missing key": [{"op": "remove", "path": "/data/missing"}],
+        "replacing a missing key": [{"op": "replace", "path": "/data/missing", "value": "x"}],
+        "an unknown operation": [{"op": "frobnicate", "path": "/data/a"}],
+    }
+    for case, operations in not_applicable.items():
+        code, _, status = call(
+            api_client, "PATCH", path, operations, content_type="application/json-patch+json"
+        )
+        assert (code, status["reason"]) == (422, "Invalid"), case
+        assert status["kind"] == "Status"
+        assert status["code"] == 422
+    malformed = {
+        "an operation that is not an object": (
+            [["op", "add"]],
+            "application/json-patch+json",
+        ),
+        "retainKeys that is not a list": (
+            {"metadata": {"$retainKeys": "labels"}},
+            "application/strategic-merge-patch+json",
+        ),
+    }
+    for case, (document, content_type) in malformed.items():
+        code, _, status = call(api_client, "PATCH", path, document, content_type=content_type)
+        assert (code, status["reason"]) == (400, "BadRequest"), case
+    assert core.read_namespaced_config_map("p", namespace).data == {"a": "1"}
+
+
 def test_a_patch_with_a_stale_resource_version_is_409(
     api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
 ) -> None:
@@ -446,6 +602,58 @@ def test_server_side_apply_tracks_owners_and_reports_conflicts(
         api_client, "PATCH", path, doc, content_type="application/apply-patch+yaml"
     )
     assert code == 400, "apply needs a fieldManager"
+
+
+def test_apply_takes_only_spec_on_the_main_resource_and_only_status_on_status(
+    api_client: client.ApiClient, widgets: tuple[str, str], namespace: str
+) -> None:
+    """kube's field manager drops the fields a write's strategy resets before it computes
+    ownership and conflicts: status on the main resource, everything but status on /status.
+    So one manager applying a configuration with a status block and another writing status
+    through /status never conflict, and neither changes what the other owns."""
+    group, plural = widgets
+    path = f"/apis/{group}/{VERSION}/namespaces/{namespace}/{plural}/w"
+
+    def apply(url: str, doc: dict[str, Any], manager: str) -> tuple[int, dict[str, Any]]:
+        code, _, got = call(
+            api_client,
+            "PATCH",
+            url,
+            doc,
+            content_type="application/apply-patch+yaml",
+            query=[("fieldManager", manager)],
+        )
+        return code, got
+
+    def fields_of(obj: dict[str, Any], manager: str) -> dict[str, Any]:
+        entries = [m for m in obj["metadata"]["managedFields"] if m["manager"] == manager]
+        assert len(entries) == 1, entries
+        return entries[0]["fieldsV1"]
+
+    config = {
+        **widget_of(group, "w", color="red", replicas=1),
+        "status": {"phase": "Pending"},
+    }
+    code, got = apply(path, config, "spec-owner")
+    assert code == 201, got
+    assert "status" not in got
+    status_config = {
+        **widget_of(group, "w", color="blue"),
+        "status": {"phase": "Running", "replicas": 1},
+    }
+    code, got = apply(f"{path}/status", status_config, "status-writer")
+    assert code == 200, got
+    assert got["status"] == {"phase": "Running", "replicas": 1}
+    assert got["spec"]["color"] == "red", "an apply to /status ignores spec"
+    assert set(fields_of(got, "status-writer")) == {"f:status"}
+
+    config["spec"]["color"] = "blue"
+    code, got = apply(path, config, "spec-owner")
+    assert code == 200, f"the main resource's apply ignores status, so no conflict: {got}"
+    assert got["spec"]["color"] == "blue"
+    assert got["status"] == {"phase": "Running", "replicas": 1}, "status is the writer's"
+    assert "f:status" not in fields_of(got, "spec-owner")
+    assert set(fields_of(got, "status-writer")) == {"f:status"}
 
 
 # --- built-in rules ---------------------------------------------------------------------

@@ -19,9 +19,12 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``namespaces``, ``pods``, ``services``, ``claims``, ``quotas``, ``crds``: one kind's rules each
 - ``builtin_schemas`` the shapes of built-in kinds, for unknown-field checks
 - ``protobuf``   the few protobuf bodies kubectl sends for built-in kinds
-- ``bootstrap``  what exists on first start: namespaces, CRDs (kubetrain's, Volcano's, scheduler-plugins')
+- ``bootstrap``  what exists on first start: namespaces, CRDs (kubetrain's, Volcano's,
+                 scheduler-plugins')
 - ``errors``     ``Status`` bodies shaped as kube-apiserver's
 - ``discovery``  ``/api``, ``/apis`` and aggregated discovery
 - ``tls``        the CA, serving certificate, bearer token and kubeconfig (files 0600)
+- ``nodeproxy``  ``pods/log`` and ``pods/exec`` forwarded to the pod's node, and the contract
+                 a node agent serves them by
 - ``server``     the aiohttp application: routing, auth, TLS, Status errors
 """

@@ -65,7 +65,8 @@ class ApplyConflict(errors.KubetrainError):
     """An apply would change fields other managers own; kube answers 409 Conflict.
 
     ``conflicts`` lists (manager, field path) pairs in kube's order, ``causes`` are the
-    ``details.causes`` of kube's Status, and the message is kube's word for word.
+    ``details.causes`` of kube's Status with its JSON keys (``reason``, ``message``,
+    ``field``), and the message is kube's word for word.
     """
 
     def __init__(
@@ -495,7 +496,7 @@ def _conflict_error(conflicts: Mapping[_Manager, set[Path]]) -> ApplyConflict:
     pairs = [(m, p) for m in ordered for p in fp.iteration_order(conflicts[m])]
     causes = [
         {
-            "type": CONFLICT_CAUSE,
+            "reason": CONFLICT_CAUSE,
             "message": f"conflict with {m.describe()}",
             "field": fp.path_string(p),
         }

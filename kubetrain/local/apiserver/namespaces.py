@@ -1,10 +1,13 @@
 """Namespaces and what every namespace holds.
 
-A namespace is created Active with the ``kubernetes`` finalizer and its name label; deleting
-it makes it Terminating until the namespace controller (:mod:`kubetrain.local.namespaces`) has
-emptied it. The system namespaces may not be
-deleted. Every namespace gets a ``default`` ServiceAccount (recreated if deleted) and the
-``kube-root-ca.crt`` ConfigMap, as kube's ServiceAccount and root-CA publisher controllers do.
+A namespace is created Active with the ``kubernetes`` finalizer (after any ``spec.finalizers``
+the client gave) and its name label; deleting it makes it Terminating until the namespace
+controller (:mod:`kubetrain.local.namespaces`) has emptied it. ``spec.finalizers`` changes only
+through the ``finalize`` subresource; the update that removes the last one deletes a
+Terminating namespace (the registry asks :meth:`NamespaceStrategy.finalizes`). The system
+namespaces may not be deleted. Every namespace gets a ``default`` ServiceAccount (recreated if
+deleted) and the ``kube-root-ca.crt`` ConfigMap, as kube's ServiceAccount and root-CA publisher
+controllers do.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.local.apiserver import errors, resources, store, strategies
+from kubetrain.local.apiserver import errors, resources, selectors, store, strategies
 
 R = resources.Resource
 Obj = strategies.Obj
@@ -21,6 +24,8 @@ Obj = strategies.Obj
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 NAMESPACE_FINALIZER = "kubernetes"
+# kube's standard finalizer names: the only ones that need no domain prefix
+STANDARD_FINALIZERS = frozenset({NAMESPACE_FINALIZER, "orphan", "foregroundDeletion"})
 ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 
 
@@ -32,18 +37,38 @@ class NamespaceStrategy(strategies.Strategy):
         return True
 
     def prepare_for_create(self, r: R, obj: Obj, reg: Any) -> None:
-        obj["spec"] = {"finalizers": [NAMESPACE_FINALIZER]}
+        spec = obj.get("spec")
+        given = spec.get("finalizers") if isinstance(spec, dict) else None
+        finalizers = list(given) if isinstance(given, list) else []
+        if NAMESPACE_FINALIZER not in finalizers:
+            finalizers.append(NAMESPACE_FINALIZER)
+        obj["spec"] = {"finalizers": finalizers}
         obj["status"] = {"phase": "Active"}
         labels = obj["metadata"].setdefault("labels", {})
         if isinstance(labels, dict):
             labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
 
     def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
-        if sub != "finalize":
+        if sub == "finalize":  # changes spec.finalizers, and nothing of status
+            new["status"] = copy.deepcopy(old.get("status") or {})
+        else:
             new["spec"] = copy.deepcopy(old.get("spec") or {})
         labels = new["metadata"].setdefault("labels", {})
         if isinstance(labels, dict):
             labels["kubernetes.io/metadata.name"] = new["metadata"].get("name", "")
+
+    def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[strategies.Cause]:
+        causes = super().validate(r, obj, old, reg)
+        spec = obj.get("spec")
+        finalizers = (spec.get("finalizers") if isinstance(spec, dict) else None) or []
+        if not isinstance(finalizers, list):
+            return [*causes, strategies.invalid("spec.finalizers", finalizers, "must be a list")]
+        for name in finalizers:  # kube's ValidateNamespace names the list, not the item
+            causes += [
+                strategies.invalid("spec.finalizers", name, problem)
+                for problem in _finalizer_name_problems(name)
+            ]
+        return causes
 
     async def after_create(self, r: R, item: store.Item, reg: Any) -> None:
         await ensure_default_service_account(reg, item.key.name)
@@ -62,6 +87,16 @@ class NamespaceStrategy(strategies.Strategy):
 
     def subresource_create(self, name: str) -> strategies.SubresourceHandler | None:
         return None
+
+
+def _finalizer_name_problems(name: Any) -> list[str]:
+    """kube's validateFinalizerName: a qualified name; without a prefix, a standard one."""
+    if not isinstance(name, str):
+        return ["must be a string"]
+    problems = selectors.label_key_errors(name)
+    if not problems and "/" not in name and name not in STANDARD_FINALIZERS:
+        problems.append("name is neither a standard finalizer name nor is it fully qualified")
+    return problems
 
 
 async def ensure_default_service_account(reg: Any, namespace: str) -> None:

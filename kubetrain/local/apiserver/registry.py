@@ -66,6 +66,22 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
 APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
+PATCH_NOT_APPLIED = "the server rejected our request due to an error in our request"
+
+# How deeply a request body may nest objects and arrays. kube-apiserver's decoders stop at
+# 10000; here everything that reads a body recurses (server-side apply, field sets, CRD schema
+# defaulting and validation, patches, admission models, deepcopy, encoding), some with a few
+# Python frames per level on top of the server's own, against Python's limit of 1000 frames.
+# 100 levels keep all of them well inside it and are far beyond real objects: the deepest
+# kubetrain serves, its CRDs' schemas, nest about 35 levels. (The CLI's limit is the same.)
+MAX_DEPTH = 100
+# managedFields describe the object's fields this much deeper (metadata.managedFields[i].fieldsV1),
+# so an object the server stored may nest this much deeper than the body it came from.
+MANAGED_FIELDS_NESTING = 4
+# More objects and arrays than a body of the server's size limit can spell out: only YAML
+# aliases (one object referred to many times) reach it, and copying or encoding such a body
+# would expand every reference.
+MAX_CONTAINERS = 2_000_000
 
 
 def builtin_strategies() -> dict[str, strat.Strategy]:
@@ -347,7 +363,14 @@ class Registry:
         self, r: resources.Resource, body: Any, namespace: str | None, *, kind: str = ""
     ) -> dict[str, Any]:
         """The request body as an object of ``r``: apiVersion and kind checked (filled in
-        when absent, as kube's decoder does), namespace matched to the URL."""
+        when absent, as kube's decoder does), namespace matched to the URL, nesting bounded
+        (:func:`check_depth`)."""
+        check_depth(body)
+        return self._object_of(r, body, namespace, kind=kind)
+
+    def _object_of(
+        self, r: resources.Resource, body: Any, namespace: str | None, *, kind: str = ""
+    ) -> dict[str, Any]:
         kind = kind or r.kind
         if not isinstance(body, dict):
             raise errors.bad_request(
@@ -695,6 +718,11 @@ class Registry:
                 f"the name of the object ({given}) does not match the name on the URL ({name})"
             )
         config["metadata"]["name"] = name
+        expect = None
+        rv_text = (config.get("metadata") or {}).get("resourceVersion")
+        if rv_text:
+            expect = _parse_rv(str(rv_text))
+        config = _without_reset_fields(r, config, subresource)
         existing = self.store.get(self.key(r, namespace, name))
         if existing is None and subresource:
             raise errors.not_found(r.group, r.plural, name)
@@ -713,10 +741,6 @@ class Registry:
             created.setdefault("apiVersion", r.api_version)
             created.setdefault("kind", r.kind)
             return await self._create_applied(r, namespace, created, opts)
-        expect = None
-        rv_text = (config.get("metadata") or {}).get("resourceVersion")
-        if rv_text:
-            expect = _parse_rv(str(rv_text))
 
         def mutate(old: dict[str, Any]) -> dict[str, Any]:
             try:
@@ -740,7 +764,7 @@ class Registry:
         self, r: resources.Resource, namespace: str | None, obj: dict[str, Any], opts: Options
     ) -> Result:
         """Create from an apply: like POST, but managedFields come from the apply."""
-        obj = self.decode_object(r, obj, namespace)
+        obj = self._object_of(r, obj, namespace)  # the configuration was checked as it came
         meta = obj["metadata"]
         if r.namespaced:
             self._admit_namespace(r, meta.get("namespace") or "", meta.get("name") or "")
@@ -822,7 +846,7 @@ class Registry:
             stored = self._storage_form(r, new)
             if opts.dry_run:
                 return Result(200, self.convert(r, stored))
-            if _finalized(stored, old):
+            if _finalized(r, strategy, stored, old):
                 try:
                     item = await self.store.delete(key, current.rv)
                 except store.Conflict:
@@ -1082,15 +1106,19 @@ def _without_times(meta: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _finalized(new: Mapping[str, Any], old: Mapping[str, Any]) -> bool:
-    """kube's shouldDeleteDuringUpdate: the last finalizer of a deleting object went."""
+def _finalized(
+    r: resources.Resource, strategy: strat.Strategy, new: Mapping[str, Any], old: Mapping[str, Any]
+) -> bool:
+    """kube's ShouldDeleteDuringUpdate: an update leaves a deleting object (deletionTimestamp
+    set, no grace period left) with no finalizers, of metadata or of its strategy's own (a
+    namespace's ``spec.finalizers``), so the update deletes it."""
     new_meta = new.get("metadata") or {}
     old_meta = old.get("metadata") or {}
-    if new_meta.get("finalizers") or not old_meta.get("finalizers"):
+    if new_meta.get("finalizers") or strategy.finalizes(r, new):
         return False
     if not old_meta.get("deletionTimestamp"):
         return False
-    return not int(new_meta.get("deletionGracePeriodSeconds") or 0)
+    return not int(old_meta.get("deletionGracePeriodSeconds") or 0)
 
 
 def _propagation(options: Mapping[str, Any]) -> str:
@@ -1184,18 +1212,77 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         ) from exc
 
 
+def too_deep(what: str = "the request body", limit: int = MAX_DEPTH) -> errors.ApiError:
+    """The answer to a body nested deeper than ``limit``."""
+    return errors.bad_request(
+        f"{what} is nested too deeply: at most {limit} levels of objects and arrays are accepted"
+    )
+
+
+def check_depth(body: Any, *, limit: int = MAX_DEPTH, what: str = "the request body") -> None:
+    """A 400 for a body nested deeper than ``limit`` (or holding more than
+    :data:`MAX_CONTAINERS` objects and arrays), before any recursive code reads it.
+
+    Objects pass here in :meth:`Registry.decode_object`, patch documents as they are decoded,
+    and what a JSON patch makes of the stored object (with its managedFields, hence the larger
+    limit); other bodies (delete options, bindings, evictions) are only looked into, never
+    walked. The walk does not recurse, and ends on bodies that contain themselves (recursive
+    YAML aliases), since those nest without end.
+    """
+    level = [body] if isinstance(body, dict | list) else []
+    depth = seen = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            raise too_deep(what, limit)
+        seen += len(level)
+        below: list[Any] = []
+        for node in level:
+            below.extend(
+                child
+                for child in (node.values() if isinstance(node, dict) else node)
+                if isinstance(child, dict | list)
+            )
+            if seen + len(below) > MAX_CONTAINERS:
+                raise errors.bad_request(
+                    f"the request body holds more than {MAX_CONTAINERS} objects and arrays"
+                )
+        level = below
+
+
+def _check_patched_depth(obj: Any) -> None:
+    """What a JSON patch made of an object nests no deeper than a body may, but for
+    managedFields, which describe the object's fields :data:`MANAGED_FIELDS_NESTING` deeper."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    if isinstance(meta, dict) and "managedFields" in meta:
+        without = {k: v for k, v in meta.items() if k != "managedFields"}
+        check_depth({**obj, "metadata": without}, what="the patched object")
+        check_depth(
+            obj, limit=MAX_DEPTH + MANAGED_FIELDS_NESTING, what="the patched object's metadata"
+        )
+    else:
+        check_depth(obj, what="the patched object")
+
+
 def _decode_patch(patch_type: str, body: bytes) -> Any:
     if patch_type == APPLY_PATCH:
         import yaml
 
         try:
-            return yaml.safe_load(body.decode("utf-8"))
+            document = yaml.safe_load(body.decode("utf-8"))
+        except RecursionError as exc:
+            raise too_deep() from exc
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        check_depth(document)
+        return document
     try:
         document = json.loads(body)
+    except RecursionError as exc:
+        raise too_deep() from exc
     except (ValueError, UnicodeDecodeError) as exc:
         raise errors.bad_request(f"error decoding patch: {exc}") from exc
+    check_depth(document)
     if patch_type == JSON_PATCH and not isinstance(document, list):
         raise errors.bad_request(
             "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
@@ -1213,12 +1300,16 @@ def _patched(r: resources.Resource, target: dict[str, Any], patch_type: str, doc
         if patch_type == MERGE_PATCH:
             return patches.merge_patch(target, document)
         if patch_type == JSON_PATCH:
-            return patches.json_patch(target, document)
+            # the one patch that can nest deeper than its inputs (add or copy at a deep path)
+            result = patches.json_patch(target, document)
+            _check_patched_depth(result)
+            return result
         return patches.strategic_merge_patch(target, document, r.kind_key)
-    except patches.PatchError as exc:
-        if patch_type == JSON_PATCH:
-            raise errors.ApiError(422, "Invalid", str(exc)) from exc
+    except patches.PatchFormatError as exc:  # the patch is malformed: kube's NewBadRequest
         raise errors.bad_request(str(exc)) from exc
+    except patches.PatchError as exc:  # well formed, but it does not apply to this object
+        # kube's NewGenericServerResponse(422): its message, which we follow with the reason
+        raise errors.ApiError(422, "Invalid", f"{PATCH_NOT_APPLIED}: {exc}") from exc
 
 
 def _rv_in_patch(patch_type: str, document: Any, r: resources.Resource, name: str) -> int | None:
@@ -1230,17 +1321,28 @@ def _rv_in_patch(patch_type: str, document: Any, r: resources.Resource, name: st
     return None
 
 
+def _without_reset_fields(
+    r: resources.Resource, config: dict[str, Any], subresource: str
+) -> dict[str, Any]:
+    """An applied configuration without the fields the write's strategy resets.
+
+    kube's field manager removes them before it computes ownership and conflicts, so they
+    are neither owned nor compared: an apply to the main resource ignores ``status`` when
+    status is a subresource, and an apply to ``/status`` ignores everything but ``status``
+    (``metadata`` keeps only the name, which the request has already checked).
+    """
+    if subresource == "status":
+        kept = {k: v for k, v in config.items() if k in ("apiVersion", "kind", "status")}
+        kept["metadata"] = {"name": config["metadata"]["name"]}
+        return kept
+    if subresource == "" and r.has_status() and "status" in config:
+        return {k: v for k, v in config.items() if k != "status"}
+    return config
+
+
 def _apply_conflict(exc: ssa.ApplyConflict) -> errors.ApiError:
-    # StatusCause's Go field Type is "reason" on the wire
-    causes = [
-        {
-            "reason": c.get("reason") or c.get("type", ""),
-            "message": c.get("message", ""),
-            "field": c.get("field", ""),
-        }
-        for c in exc.causes
-    ]
-    return errors.ApiError(409, "Conflict", exc.message, {"causes": causes} if causes else None)
+    details = {"causes": exc.causes} if exc.causes else None
+    return errors.ApiError(409, "Conflict", exc.message, details)
 
 
 def _field_error_cause(error: api.FieldError) -> dict[str, str]:

@@ -33,6 +33,7 @@ from aiohttp import web
 from kubetrain.local.apiserver import (
     discovery,
     errors,
+    nodeproxy,
     openapi,
     protobuf,
     registry,
@@ -104,8 +105,10 @@ class ApiServer:
         server_address: str = "127.0.0.1:443",
         ready: Callable[[], bool] = lambda: True,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        node_tls: ssl.SSLContext | None = None,
     ) -> None:
         self.registry = reg
+        self.nodes = nodeproxy.NodeProxy(reg, token=token, ssl_context=node_tls)
         self.catalog = reg.catalog
         self.token = token
         self.max_body = max_body
@@ -125,7 +128,11 @@ class ApiServer:
             },
         )
         app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_shutdown.append(self._close_nodes)  # ends log follows and exec sessions
         return app
+
+    async def _close_nodes(self, app: web.Application) -> None:
+        await self.nodes.close()
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -335,6 +342,10 @@ class ApiServer:
             raise errors.path_not_found()
         if target.namespace is not None and not r.namespaced:
             raise errors.path_not_found()
+        if target.namespace is not None and nodeproxy.serves(r, target.subresource):
+            return await self.nodes.serve(
+                request, target.namespace, target.name, target.subresource
+            )
         if target.subresource and r.subresource(target.subresource) is None:
             raise errors.path_not_found()
         query = request.query
@@ -355,11 +366,6 @@ class ApiServer:
             result = await reg.list(r, namespace, _list_options(query))
             return self._respond(request, r, result, opts, listing=True)
         if verb == "get":
-            if target.subresource in ("log", "exec"):
-                raise errors.bad_request(
-                    f"pods/{target.subresource} is served by the node agent, which is not "
-                    "running in this control plane"
-                )
             result = await reg.get(r, namespace, target.name, target.subresource)
             return self._respond(request, r, result, opts)
         if verb == "create":
@@ -650,7 +656,9 @@ def decode_body(raw: bytes, content_type: str) -> Any:
         if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
             return yaml.safe_load(raw.decode("utf-8"))
         return json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+    except RecursionError as exc:  # far beyond the registry's depth limit
+        raise registry.too_deep() from exc
+    except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
 
 

@@ -43,6 +43,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kubetrain import _aio
+
 ADDED: Literal["ADDED"] = "ADDED"
 MODIFIED: Literal["MODIFIED"] = "MODIFIED"
 DELETED: Literal["DELETED"] = "DELETED"
@@ -540,7 +542,7 @@ async def opened(path: str | None, *, window: int = DEFAULT_WINDOW) -> AsyncIter
         finally:
             await store._shutdown()
             try:
-                async with asyncio.timeout(30):
+                async with _aio.timeout(30):
                     await asyncio.shield(writer)
             finally:
                 if not writer.done():

@@ -17,6 +17,7 @@ import os
 import secrets
 import ssl
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
@@ -134,14 +135,20 @@ def _make_ca(now: datetime.datetime) -> tuple[ec.EllipticCurvePrivateKey, x509.C
 
 
 def _make_serving(
-    ca_key: ec.EllipticCurvePrivateKey, ca_cert: x509.Certificate, now: datetime.datetime
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca_cert: x509.Certificate,
+    now: datetime.datetime,
+    *,
+    common_name: str = "kubetrain-apiserver",
+    names: Sequence[str] = SERVING_NAMES,
+    ips: Sequence[str] = SERVING_IPS,
 ) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     key = ec.generate_private_key(ec.SECP256R1())
-    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in SERVING_NAMES]
-    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in SERVING_IPS]
+    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
+    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     cert = (
         x509.CertificateBuilder()
-        .subject_name(_name("kubetrain-apiserver"))
+        .subject_name(_name(common_name))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -173,6 +180,23 @@ def ensure(directory: str) -> Credentials:
     with open(token_path, encoding="utf-8") as f:
         token = f.read().strip()
     return Credentials(directory, token)
+
+
+def issue_certificate(
+    directory: str, common_name: str, names: Sequence[str], ips: Sequence[str]
+) -> tuple[bytes, bytes]:
+    """A serving certificate and its key (PEM), signed by the CA in ``directory``; nothing is
+    written. A node agent on this machine serves its endpoint with one, since the API server
+    trusts no other certificate for a node (see :mod:`nodeproxy`)."""
+    with open(os.path.join(directory, CA_KEY), "rb") as f:
+        ca_key = serialization.load_pem_private_key(f.read(), password=None)
+    with open(os.path.join(directory, CA_CERT), "rb") as f:
+        ca_cert = x509.load_pem_x509_certificate(f.read())
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise TypeError(f"the CA key in {directory} is not an EC key")
+    now = datetime.datetime.now(datetime.timezone.utc)
+    key, cert = _make_serving(ca_key, ca_cert, now, common_name=common_name, names=names, ips=ips)
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
 
 
 def kubeconfig(credentials: Credentials, server: str) -> dict:

@@ -17,6 +17,11 @@ Semantics follow kube-apiserver's watch cache:
 - Bookmarks (``allowWatchBookmarks``) carry only a resourceVersion; :func:`stream` sends one
   periodically while the watcher is idle, and one before a watch ends at ``timeoutSeconds``.
 
+At shutdown :meth:`Hub.close_all` ends every watch and refuses new ones. A watch whose
+consumer (the task iterating :func:`stream`) is waiting for events ends at once; one whose
+consumer is busy delivering (its client reads slower than events come, or not at all) may never
+come back for more, so that consumer is cancelled: no client can hold the server open.
+
 What it must not do: encode responses or know about HTTP; :mod:`server` does that.
 """
 
@@ -29,6 +34,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kubetrain import _aio
 from kubetrain.local.apiserver import store
 
 Predicate = Callable[[Mapping[str, Any]], bool]
@@ -71,6 +77,8 @@ class Watcher:
         self.buffer = buffer
         self.overflowed = False
         self.closed = False
+        self.consumer: asyncio.Task[Any] | None = None  # the task in stream(), once it runs
+        self._waiting = False  # the consumer awaits next(), not something of its own
         self._queue: collections.deque[Change | Bookmark] = collections.deque()
         self._ready = asyncio.Event()
 
@@ -117,11 +125,14 @@ class Watcher:
             if self.closed:
                 return None
             self._ready.clear()
+            self._waiting = True
             try:
-                async with asyncio.timeout(timeout):
+                async with _aio.timeout(timeout):
                     await self._ready.wait()
             except TimeoutError:
                 return None
+            finally:
+                self._waiting = False
         return self._queue.popleft()
 
     def pending(self) -> int:
@@ -133,6 +144,15 @@ class Watcher:
             self.hub.remove(self)
             self._ready.set()
 
+    def abandon(self) -> None:
+        """Close, and cancel the consumer if it is busy elsewhere than in :meth:`next` (it
+        is delivering to a client that does not keep up, and may never return)."""
+        self.close()
+        consumer = self.consumer
+        busy = consumer is not None and not self._waiting and not consumer.done()
+        if busy and consumer is not asyncio.current_task():
+            consumer.cancel()
+
 
 class Hub:
     """Fans the store's committed events out to the open watchers."""
@@ -140,6 +160,7 @@ class Hub:
     def __init__(self, db: store.Store, *, buffer: int = DEFAULT_BUFFER) -> None:
         self.store = db
         self.buffer = buffer
+        self.closed = False
         self._watchers: dict[str, set[Watcher]] = {}
         db.subscribe(self._on_commit)
 
@@ -164,9 +185,13 @@ class Hub:
     ) -> Watcher:
         """Register a watch and queue what it must see first (see the module docstring).
 
-        Raises :class:`store.TooOld` if ``since`` has been compacted.
+        Raises :class:`store.TooOld` if ``since`` has been compacted. Once the hub is closed
+        the watcher comes back closed and empty: the watch ends at once.
         """
         watcher = Watcher(self, resource, namespace, predicate, self.buffer)
+        if self.closed:
+            watcher.closed = True
+            return watcher
         if since is None:
             backlog: list[Change | Bookmark] = [
                 Change(store.ADDED, item)
@@ -190,10 +215,12 @@ class Hub:
         return watcher
 
     def close_all(self) -> None:
-        """End every open watch (the server is shutting down)."""
+        """End every open watch and refuse new ones (the server is shutting down); see the
+        module docstring for consumers that are busy delivering."""
+        self.closed = True
         for watchers in list(self._watchers.values()):
             for watcher in list(watchers):
-                watcher.close()
+                watcher.abandon()
 
     def remove(self, watcher: Watcher) -> None:
         watchers = self._watchers.get(watcher.resource)
@@ -215,7 +242,8 @@ async def stream(
     """The watch as the client sees it: changes, bookmarks while idle, a bookmark at the end
     (when bookmarks are allowed) once ``timeout`` seconds have passed. With ``tick``, ``None``
     comes every ``tick`` idle seconds, so the caller can check its connection. Closes the
-    watcher."""
+    watcher. The task iterating is the watcher's consumer (see :meth:`Hub.close_all`)."""
+    watcher.consumer = asyncio.current_task()
     deadline = clock() + timeout
     next_bookmark = clock() + bookmark_interval
     try:

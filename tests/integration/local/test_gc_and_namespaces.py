@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain import kube
+from kubetrain import _aio, kube
 from kubetrain.kube import watch
 from kubetrain.local import gc, namespaces
 from tests.apiserver import test_gc, test_namespace_deletion
@@ -107,7 +107,7 @@ async def with_controllers(
     """Run ``body`` while kubetrain's controllers run beside it; stop them after."""
     async with await kube.Client.from_kubeconfig(kubeconfig) as client:
         stop = asyncio.Event()
-        async with asyncio.TaskGroup() as group:
+        async with _aio.TaskGroup() as group:
             if collector:
                 group.create_task(gc.run(client, stop=stop, settings=GC_SETTINGS), name="gc")
             if namespace_controller:
@@ -196,7 +196,7 @@ def test_without_the_controllers_nothing_cascades(kubeconfig: str) -> None:
 
     async def with_controllers_on(client: kube.Client, ns: str) -> None:
         stop = asyncio.Event()
-        async with asyncio.TaskGroup() as group:
+        async with _aio.TaskGroup() as group:
             group.create_task(gc.run(client, stop=stop, settings=GC_SETTINGS), name="gc")
             group.create_task(namespaces.run(client, stop=stop, settings=NS_SETTINGS), name="ns")
             try:

@@ -13,7 +13,7 @@ import socket
 import pytest
 from kubernetes.aio.client import Configuration
 
-from kubetrain import kube
+from kubetrain import _aio, kube
 from kubetrain.kube import watch
 from tests.unit.kube.fakeapi import (
     STALL,
@@ -39,7 +39,7 @@ FAST = watch.Settings(
 async def take(w: kube.Watch, count: int, timeout: float = 5.0) -> list[kube.Event]:
     """The first ``count`` events, or fail after ``timeout`` seconds."""
     got: list[kube.Event] = []
-    async with asyncio.timeout(timeout), contextlib.aclosing(aiter(w)) as events:
+    async with _aio.timeout(timeout), contextlib.aclosing(aiter(w)) as events:
         async for e in events:
             got.append(e)
             if len(got) == count:

@@ -306,13 +306,18 @@ def test_conflicts_with_several_managers_are_grouped_by_manager() -> None:
         'Apply failed with 2 conflicts: conflicts with "alice":\n- .spec.replicas\n'
         'conflicts with "bob":\n- .spec.paused'
     )
+    # details.causes as kube-apiserver encodes StatusCause: its Type is "reason" in JSON
     assert caught.value.causes == [
         {
-            "type": "FieldManagerConflict",
+            "reason": "FieldManagerConflict",
             "message": 'conflict with "alice"',
             "field": ".spec.replicas",
         },
-        {"type": "FieldManagerConflict", "message": 'conflict with "bob"', "field": ".spec.paused"},
+        {
+            "reason": "FieldManagerConflict",
+            "message": 'conflict with "bob"',
+            "field": ".spec.paused",
+        },
     ]
 
 

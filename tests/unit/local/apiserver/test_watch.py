@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kubetrain import _aio
 from kubetrain.local.apiserver import store, watch
 
 T = TypeVar("T")
@@ -186,3 +187,49 @@ def test_the_initial_events_end_bookmark_follows_the_initial_state() -> None:
     assert first.type == "ADDED"
     assert isinstance(second, watch.Bookmark)
     assert second.initial_end
+
+
+async def _consume(watcher: watch.Watcher, delivering: asyncio.Event) -> str:
+    """A server's watch handler whose client stopped reading: the first delivery starts
+    (``delivering`` is set) and never completes."""
+    never = asyncio.Event()
+    try:
+        async for _ in watch.stream(watcher, timeout=60, bookmarks=False):
+            delivering.set()
+            await never.wait()
+    except asyncio.CancelledError:
+        return "cancelled"
+    return "ended"
+
+
+def test_closing_the_hub_ends_idle_watches_and_cancels_stuck_deliveries() -> None:
+    async def body(db: store.Store, hub: watch.Hub) -> tuple[list[str], bool, float]:
+        idle_delivering, stuck_delivering = asyncio.Event(), asyncio.Event()
+        idle = asyncio.create_task(_consume(hub.open("secrets", None, since=None), idle_delivering))
+        stuck = asyncio.create_task(
+            _consume(hub.open("configmaps", None, since=None), stuck_delivering)
+        )
+        await db.create(key("a"), obj("a"))
+        async with _aio.timeout(5):
+            await stuck_delivering.wait()
+        started = time.monotonic()
+        hub.close_all()
+        async with _aio.timeout(5):
+            outcomes = await asyncio.gather(idle, stuck)
+        return outcomes, idle_delivering.is_set(), time.monotonic() - started
+
+    outcomes, idle_delivered, elapsed = run(body)
+    assert outcomes == ["ended", "cancelled"]
+    assert not idle_delivered
+    assert elapsed < 1
+
+
+def test_a_closed_hub_opens_only_watches_that_have_ended() -> None:
+    async def body(db: store.Store, hub: watch.Hub) -> tuple[list[Any], int]:
+        await db.create(key("a"), obj("a"))
+        hub.close_all()
+        watcher = hub.open("configmaps", None, since=None)
+        out = [c async for c in watch.stream(watcher, timeout=60, bookmarks=True)]
+        return out, hub.count()
+
+    assert run(body) == ([], 0)

@@ -1,0 +1,767 @@
+"""Pod subresources the pod's node serves: ``pods/log`` and ``pods/exec`` forwarded to the node
+agent, as kube-apiserver forwards them to the kubelet.
+
+What it owns: finding where a container lives (the pod, the container, the pod's node, the
+node's endpoint), translating the API request into the node's request, relaying the answer
+(a log stream, or WebSocket messages both ways), and turning the node's failures into the
+``Status`` errors a Kubernetes client expects. It is the API server's one HTTP *client*:
+``kube/`` talks to API servers, this talks to nodes.
+
+What it must not do: run commands, read log files, or keep state; the node agent does those.
+It never sends its token to a node whose certificate the control plane's CA did not issue.
+
+The node-facing contract
+------------------------
+The node agent implements exactly this. Paths, parameters and protocols are the kubelet's, so
+anything shaped like a kubelet fits.
+
+**Where.** From the Node object: the host is the first address in ``status.addresses`` whose
+type comes first in :data:`ADDRESS_TYPES` (the local node registers ``InternalIP``
+``127.0.0.1``); the port is ``status.daemonEndpoints.kubeletEndpoint.Port``
+(:data:`DEFAULT_NODE_PORT` when unset, as in kube). Always HTTPS.
+
+**Trust and authentication.**
+
+- The node serves a certificate issued by the control plane's CA for the address it registers
+  (:func:`kubetrain.local.apiserver.tls.issue_certificate`; the local node agent runs on the
+  control plane's machine, as the same user, and can read the CA in the state directory). The
+  API server checks it against that CA and refuses any other, so the token below cannot be
+  sent to a Node object that points somewhere else.
+- Every request carries ``Authorization: Bearer <token>``, the API server's own token: the one
+  in the local control plane's kubeconfig, which the node agent holds as an API client. The
+  node compares it in constant time and answers 401 to anything else. (kube-apiserver shows a
+  client certificate instead, and the kubelet authorizes ``nodes/proxy`` through a
+  SubjectAccessReview; with one user and one token, the shared token does the same job.)
+
+**Logs.** ``GET /containerLogs/{namespace}/{pod}/{container}`` with the query of
+:meth:`LogOptions.node_query`: ``follow``, ``previous`` and ``timestamps`` (``=true``, sent only
+when true), ``sinceSeconds``, ``sinceTime`` (RFC 3339, UTC), ``tailLines``, ``limitBytes``.
+The node answers 200 with the log's bytes as ``text/plain``; with ``follow`` it writes (and
+flushes) lines as they come and ends when the container has stopped and its log is drained, or
+when the API server closes the connection (which it does when its own client goes). Errors
+are an HTTP status with a plain-text message, as the kubelet's are (e.g. 400
+``container "c" in pod "p" is waiting to start: ContainerCreating``); :func:`node_error` turns
+them into the Status kube-apiserver would send.
+
+**Exec.** ``GET /exec/{namespace}/{pod}/{container}`` with the query of
+:meth:`ExecOptions.node_query` (``command=a&command=b&stderr=1&stdin=1&stdout=1&tty=1``, a flag
+present only when true), as a WebSocket upgrade offering one subprotocol, the one the API
+server's client chose: ``v5.channel.k8s.io`` (all kubectl offers; required) or
+``v4.channel.k8s.io``. Every message is binary and starts with its channel: :data:`STDIN` 0,
+:data:`STDOUT` 1, :data:`STDERR` 2, :data:`STATUS` 3, :data:`RESIZE` 4 (a JSON
+``{"Width": w, "Height": h}``). In v5, ``[255, n]`` closes channel ``n``: ``[255, 0]`` is the
+end of stdin. When the process ends, the node sends exactly one
+message on channel 3 holding a JSON ``metav1.Status`` (:func:`exit_status`: ``Success``, or
+``Failure`` with reason ``NonZeroExitCode`` and a cause ``{"reason": "ExitCode", "message":
+"<0-255>"}``; a process killed by signal n exits 128+n), then closes with 1000. Anything that
+fails after the upgrade (no such container, container not running, command not found) is
+reported the same way, as a ``Failure`` Status with its message, because the API server has
+already upgraded its own client by then (kube-apiserver's stream translator does the same).
+Before an upgrade the node answers only 401 (token), 404 (path) or 400 (not a WebSocket
+request). Each side answers pings. The API server relays messages unchanged in both
+directions; when its client goes away it closes the node's connection, and the node then ends
+the process (its whole process group).
+
+``pods/attach`` and ``pods/portforward`` are not in the contract yet; the API server answers
+them with 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import http
+import ipaddress
+import json
+import logging
+import re
+import ssl
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final
+from urllib.parse import quote, urlencode
+
+import aiohttp
+import yarl
+from aiohttp import web
+
+from kubetrain import _aio
+from kubetrain.local.apiserver import errors, registry, resources
+
+log = logging.getLogger(__name__)
+
+# -- the contract -------------------------------------------------------------------------
+
+LOG_PATH: Final = "/containerLogs/{namespace}/{pod}/{container}"
+EXEC_PATH: Final = "/exec/{namespace}/{pod}/{container}"
+ADDRESS_TYPES: Final = ("InternalIP", "ExternalIP", "Hostname")  # kubeadm's preference order
+DEFAULT_NODE_PORT: Final = 10250  # the kubelet's port, used when a Node does not say
+SUBPROTOCOLS: Final = ("v5.channel.k8s.io", "v4.channel.k8s.io")  # preferred first
+STDIN, STDOUT, STDERR, STATUS, RESIZE = 0, 1, 2, 3, 4
+CLOSE_CHANNEL: Final = 255  # v5: [255, n] closes channel n
+NON_ZERO_EXIT_CODE: Final = "NonZeroExitCode"
+EXIT_CODE_CAUSE: Final = "ExitCode"
+
+# -- how the API server behaves towards nodes ---------------------------------------------
+
+PROXIED: Final = ("log", "exec", "attach", "portforward")
+NODE_TIMEOUT: Final = 30.0  # seconds to connect and get headers; also the idle limit of a log
+HEARTBEAT: Final = 30.0  # seconds between WebSocket pings to each side of an exec
+DISCONNECT_TICK: Final = 1.0  # how often a quiet log stream checks that its client is there
+_TIMEOUTS: Final = (TimeoutError, asyncio.TimeoutError)  # distinct classes before Python 3.11
+MAX_ERROR_BODY: Final = 50_000  # bytes of a node's error message kept (kube's maxReadLength)
+TEXT: Final = "text/plain"
+SPDY_REFUSED: Final = (
+    "pods/exec over SPDY is not supported by this API server: it speaks the WebSocket "
+    "subprotocols v5.channel.k8s.io and v4.channel.k8s.io (kubectl 1.30 and later uses them "
+    "unless KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false)"
+)
+
+
+def serves(r: resources.Resource, subresource: str) -> bool:
+    """Whether this module answers ``r/subresource`` (the pod subresources a node serves)."""
+    return r.group == "" and r.plural == "pods" and subresource in PROXIED
+
+
+# -- request options ----------------------------------------------------------------------
+
+
+def flag(query: Mapping[str, str], name: str) -> bool:
+    """A boolean query parameter read as kube reads one: absent, ``0`` or ``false`` is false,
+    anything else (even an empty value) true (``runtime.Convert_Slice_string_To_bool``)."""
+    if name not in query:
+        return False
+    value = query[name]
+    return value != "0" and value.lower() != "false"
+
+
+def _integer(query: Mapping[str, str], name: str) -> int | None:
+    if name not in query:
+        return None
+    text = query[name]
+    try:
+        return int(text)
+    except ValueError:
+        raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
+
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|([+-])(\d\d):(\d\d))",
+    re.IGNORECASE,
+)
+
+
+def _time(query: Mapping[str, str], name: str) -> datetime | None:
+    """An RFC 3339 time (metav1.Time's query form), in UTC."""
+    if name not in query:
+        return None
+    text = query[name]
+    match = _RFC3339.fullmatch(text)
+    try:
+        if match is None:
+            raise ValueError(text)
+        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
+        micros = int((match[7] or "0")[:6].ljust(6, "0"))
+        offset = timedelta(0)
+        if match[9]:
+            offset = timedelta(hours=int(match[10]), minutes=int(match[11]))
+            offset = -offset if match[9] == "-" else offset
+        when = datetime(year, month, day, hour, minute, second, micros, timezone(offset))
+    except ValueError:
+        raise errors.bad_request(
+            f'parsing time "{text}" as "2006-01-02T15:04:05Z07:00": not an RFC 3339 time'
+        ) from None
+    return when.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True)
+class LogOptions:
+    """``PodLogOptions`` as the query gives them."""
+
+    container: str = ""
+    follow: bool = False
+    previous: bool = False
+    timestamps: bool = False
+    since_seconds: int | None = None
+    since_time: datetime | None = None
+    tail_lines: int | None = None
+    limit_bytes: int | None = None
+
+    def node_query(self) -> list[tuple[str, str]]:
+        """The node's query, sorted by name as Go's ``url.Values.Encode`` writes it."""
+        pairs = [
+            ("follow", "true" if self.follow else None),
+            ("limitBytes", _str(self.limit_bytes)),
+            ("previous", "true" if self.previous else None),
+            ("sinceSeconds", _str(self.since_seconds)),
+            ("sinceTime", self.since_time and self.since_time.strftime("%Y-%m-%dT%H:%M:%SZ")),
+            ("tailLines", _str(self.tail_lines)),
+            ("timestamps", "true" if self.timestamps else None),
+        ]
+        return [(k, v) for k, v in pairs if v is not None]
+
+
+def _str(value: int | None) -> str | None:
+    return None if value is None else str(value)
+
+
+def log_options(query: Mapping[str, str], pod: str) -> LogOptions:
+    """Parse and validate a log request's query (kube's ``ValidatePodLogOptions``: a 422 that
+    names every bad field)."""
+    options = LogOptions(
+        container=query.get("container", ""),
+        follow=flag(query, "follow"),
+        previous=flag(query, "previous"),
+        timestamps=flag(query, "timestamps"),
+        since_seconds=_integer(query, "sinceSeconds"),
+        since_time=_time(query, "sinceTime"),
+        tail_lines=_integer(query, "tailLines"),
+        limit_bytes=_integer(query, "limitBytes"),
+    )
+    causes = _log_option_causes(options)
+    if causes:
+        raise errors.invalid("", "PodLogOptions", pod, causes)
+    return options
+
+
+def _log_option_causes(o: LogOptions) -> list[dict[str, str]]:
+    causes = []
+    if o.tail_lines is not None and o.tail_lines < 0:
+        causes.append(
+            errors.field_error(
+                "Invalid value", "tailLines", "must be greater than or equal to 0", o.tail_lines
+            )
+        )
+    if o.limit_bytes is not None and o.limit_bytes < 1:
+        causes.append(
+            errors.field_error(
+                "Invalid value", "limitBytes", "must be greater than 0", o.limit_bytes
+            )
+        )
+    if o.since_seconds is not None and o.since_time is not None:
+        causes.append(
+            errors.field_error(
+                "Forbidden", "", "at most one of `sinceTime` or `sinceSeconds` may be specified"
+            )
+        )
+    elif o.since_seconds is not None and o.since_seconds < 1:
+        causes.append(
+            errors.field_error(
+                "Invalid value", "sinceSeconds", "must be greater than 0", o.since_seconds
+            )
+        )
+    return causes
+
+
+@dataclass(frozen=True)
+class ExecOptions:
+    """``PodExecOptions`` as the query gives them."""
+
+    command: tuple[str, ...] = ()
+    container: str = ""
+    stdin: bool = False
+    stdout: bool = False
+    stderr: bool = False
+    tty: bool = False
+
+    def node_query(self) -> list[tuple[str, str]]:
+        """The kubelet's exec query (kube's ``streamParams``), sorted by name as Go writes it."""
+        pairs = [("command", c) for c in self.command]
+        for name, on in (
+            ("stderr", self.stderr),
+            ("stdin", self.stdin),
+            ("stdout", self.stdout),
+            ("tty", self.tty),
+        ):
+            if on:
+                pairs.append((name, "1"))
+        return pairs
+
+
+def exec_options(query: Any) -> ExecOptions:
+    """``command`` may repeat; ``query`` is a multi-dict (``getall``)."""
+    return ExecOptions(
+        command=tuple(query.getall("command", [])),
+        container=query.get("container", ""),
+        stdin=flag(query, "stdin"),
+        stdout=flag(query, "stdout"),
+        stderr=flag(query, "stderr"),
+        tty=flag(query, "tty"),
+    )
+
+
+# -- where a container lives -------------------------------------------------------------
+
+
+def container_names(pod: Mapping[str, Any]) -> list[str]:
+    """Init containers, containers, then ephemeral containers: kube's ``VisitContainers``."""
+    spec = pod.get("spec") or {}
+    return [
+        str(c.get("name", ""))
+        for field in ("initContainers", "containers", "ephemeralContainers")
+        for c in spec.get(field) or []
+        if isinstance(c, Mapping)
+    ]
+
+
+def select_container(pod: Mapping[str, Any], container: str) -> str:
+    """The container a request means, with kube's messages (``validateContainer``): the only
+    container when none is named, else the named one, which must exist."""
+    name = (pod.get("metadata") or {}).get("name", "")
+    if container:
+        if container not in container_names(pod):
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        return container
+    regular = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
+    if len(regular) == 1:
+        return str(regular[0].get("name", ""))
+    if not regular:
+        raise errors.bad_request(f"a container name must be specified for pod {name}")
+    choices = " ".join(container_names(pod))
+    raise errors.bad_request(
+        f"a container name must be specified for pod {name}, choose one of: [{choices}]"
+    )
+
+
+def assigned_node(pod: Mapping[str, Any]) -> str:
+    """The node a pod is bound to, or ``""``."""
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def unassigned(pod: Mapping[str, Any]) -> errors.ApiError:
+    """kube's answer to exec on a pod no node has yet (``streamLocation``)."""
+    name = (pod.get("metadata") or {}).get("name", "")
+    return errors.bad_request(f"pod {name} does not have a host assigned")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a node serves logs and exec."""
+
+    host: str
+    port: int
+
+    def url(self, path: str, query: Sequence[tuple[str, str]] = ()) -> str:
+        """``https://host:port/path?query``, the query encoded as Go's ``url.Values`` does."""
+        host = self.host
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(host).version == 6:
+                host = f"[{host}]"
+        text = f"https://{host}:{self.port}{path}"
+        return f"{text}?{urlencode(list(query))}" if query else text
+
+
+def node_endpoint(node: Mapping[str, Any]) -> Endpoint:
+    """A node's endpoint from its status, as kube's ``NodeConnectionInfoGetter`` finds it."""
+    status = node.get("status") or {}
+    addresses = [a for a in status.get("addresses") or [] if isinstance(a, Mapping)]
+    host = next(
+        (
+            str(a.get("address"))
+            for kind in ADDRESS_TYPES
+            for a in addresses
+            if a.get("type") == kind and a.get("address")
+        ),
+        None,
+    )
+    if host is None:
+        known = " ".join(f"{{{a.get('type', '')} {a.get('address', '')}}}" for a in addresses)
+        raise errors.ApiError(500, "", f"no preferred addresses found; known addresses: [{known}]")
+    endpoint = (status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}
+    port = endpoint.get("Port")
+    if not isinstance(port, int) or isinstance(port, bool) or port <= 0:
+        port = DEFAULT_NODE_PORT
+    return Endpoint(host, port)
+
+
+def node_path(template: str, namespace: str, pod: str, container: str) -> str:
+    """:data:`LOG_PATH` or :data:`EXEC_PATH` filled in, each name escaped as a path segment."""
+    return template.format(
+        namespace=quote(namespace, safe=""),
+        pod=quote(pod, safe=""),
+        container=quote(container, safe=""),
+    )
+
+
+# -- what the node says -------------------------------------------------------------------
+
+# kube's NewGenericServerResponse: status → (reason, message); None keeps the node's message.
+_GENERIC: Final[Mapping[int, tuple[str, str | None]]] = {
+    401: ("Unauthorized", "the server has asked for the client to provide credentials"),
+    403: ("Forbidden", None),
+    404: ("NotFound", "the server could not find the requested resource"),
+    405: ("MethodNotAllowed", "the server does not allow this method on the requested resource"),
+    406: ("NotAcceptable", None),
+    409: ("Conflict", "the server reported a conflict"),
+    415: ("UnsupportedMediaType", None),
+    422: ("Invalid", "the server rejected our request due to an error in our request"),
+    429: (
+        "TooManyRequests",
+        "the server has received too many requests and has asked us to try again later",
+    ),
+    503: ("ServiceUnavailable", "the server is currently unable to handle the request"),
+    504: (
+        "Timeout",
+        "the server was unable to return a response in the time allotted, but may still be "
+        "processing the request",
+    ),
+}
+
+
+def node_error(status: int, text: str, pod: str) -> errors.ApiError:
+    """The Status a client gets when the node answers a log request with ``status`` and
+    ``text``: kube-apiserver's ``GenericHttpResponseChecker`` for ``pods/log``."""
+    if status == 500:
+        return errors.internal(text)
+    if status == 400:
+        return errors.bad_request(text)
+    reason, message = _GENERIC.get(status, ("", ""))
+    if message is None:
+        message = text
+    elif not message:
+        message = (
+            f"the server responded with the status code {status} but did not return more "
+            "information"
+        )
+        if status >= 500:
+            reason = "InternalError"
+            message = (
+                f"an error on the server ({json.dumps(text)}) has prevented the request "
+                "from succeeding"
+            )
+    return errors.ApiError(
+        status, reason, f"{message} ( pods/log {pod})", {"name": pod, "kind": "pods/log"}
+    )
+
+
+def exit_status(code: int, message: str = "") -> dict[str, Any]:
+    """The Status the node sends on channel 3 when the process exits with ``code`` (the
+    kubelet's; client-go turns a non-zero one into kubectl's exit code)."""
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {
+        "metadata": {},
+        "status": "Failure",
+        "message": message or f"command terminated with non-zero exit code: exit status {code}",
+        "reason": NON_ZERO_EXIT_CODE,
+        "details": {"causes": [{"reason": EXIT_CODE_CAUSE, "message": str(code)}]},
+    }
+
+
+def status_message(error: errors.ApiError) -> bytes:
+    """A Status as one channel-3 message."""
+    return bytes([STATUS]) + error.body()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, _TIMEOUTS) and not str(exc):
+        return f"no answer within {NODE_TIMEOUT:.0f}s"
+    return str(exc) or type(exc).__name__
+
+
+# -- the proxy ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a request goes: the node's name (for messages), its endpoint, the container."""
+
+    node: str
+    endpoint: Endpoint
+    container: str
+
+
+class NodeProxy:
+    """Serves the proxied pod subresources for one API server; owns its connection pool to
+    the nodes (open it lazily, close it with :meth:`close`)."""
+
+    def __init__(
+        self,
+        reg: registry.Registry,
+        *,
+        token: str,
+        ssl_context: ssl.SSLContext | None = None,
+        timeout: float = NODE_TIMEOUT,
+        tick: float = DISCONNECT_TICK,
+    ) -> None:
+        self.registry = reg
+        self.token = token
+        self.ssl_context = ssl_context
+        self.timeout = timeout
+        self.tick = tick
+        self._client: aiohttp.ClientSession | None = None
+        self._closed = False
+        # Log bodies being relayed: closing the connector does not wake their readers.
+        self._streams: set[aiohttp.ClientResponse] = set()
+
+    async def close(self) -> None:
+        """Close every node connection: open log streams end, and exec sessions end with a
+        Status saying so. Called when the API server shuts down; later requests get 503."""
+        self._closed = True
+        for upstream in list(self._streams):
+            upstream.close()
+        if self._client is not None:
+            connector = self._client.connector
+            if connector is not None:  # a TLS goodbye would wait for nodes that never answer
+                await connector.close(abort_ssl=True)
+            await self._client.close()
+            self._client = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise errors.unavailable("the API server is shutting down")
+        if self._client is None:
+            # No pool limit: every `logs -f` and exec holds a connection for as long as it runs.
+            connector = aiohttp.TCPConnector(ssl=self.ssl_context or True, limit=0)
+            self._client = aiohttp.ClientSession(
+                connector=connector,
+                headers={"Authorization": f"Bearer {self.token}"},
+                # Each call bounds its own wait; a follow or an exec session has no total.
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
+            )
+        return self._client
+
+    async def serve(
+        self, request: web.Request, namespace: str, name: str, subresource: str
+    ) -> web.StreamResponse:
+        """Answer ``pods/<subresource>`` of ``namespace/name``."""
+        if subresource == "log":
+            if request.method != "GET":
+                raise errors.method_not_allowed("", "pods/log", _verb(request.method))
+            return await self._log(request, namespace, name)
+        if subresource == "exec":
+            if request.method not in ("GET", "POST"):
+                raise errors.method_not_allowed("", "pods/exec", _verb(request.method))
+            return await self._exec(request, namespace, name)
+        raise errors.bad_request(
+            f"pods/{subresource} is not served by this API server yet; pods/log and pods/exec are"
+        )
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def _object(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
+        r = self.registry.catalog.find("", "v1", plural)
+        assert r is not None, plural
+        return (await self.registry.get(r, namespace, name)).obj
+
+    async def _endpoint(self, node: str) -> Endpoint:
+        return node_endpoint(await self._object("nodes", None, node))
+
+    # -- log ------------------------------------------------------------------------------
+
+    async def _log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        options = log_options(request.query, name)
+        pod = await self._object("pods", namespace, name)
+        container = select_container(pod, options.container)
+        node = assigned_node(pod)
+        if not node:  # kube: no node, no log location, an empty log
+            return web.Response(status=200, body=b"", headers={"Content-Type": TEXT})
+        endpoint = await self._endpoint(node)
+        url = endpoint.url(node_path(LOG_PATH, namespace, name, container), options.node_query())
+        upstream = await self._open_log(url, follow=options.follow)
+        self._streams.add(upstream)
+        try:
+            if not 200 <= upstream.status <= 206:
+                text = await self._error_text(upstream)
+                raise node_error(upstream.status, text, name)
+            response = web.StreamResponse(status=200, headers={"Content-Type": TEXT})
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            copy = _copy_body(upstream.content, response, f"{namespace}/{name}")
+            await _while_connected(request, copy, self.tick)
+            with contextlib.suppress(ConnectionError):
+                await response.write_eof()
+            return response
+        finally:
+            self._streams.discard(upstream)
+            upstream.close()  # ends the node's side too when the client left mid-stream
+
+    async def _open_log(self, url: str, *, follow: bool) -> aiohttp.ClientResponse:
+        """Send the request and wait for the node's headers, within the timeout. A follow's
+        body has no idle limit; any other body may be idle for at most the timeout."""
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.timeout, sock_read=None if follow else self.timeout
+        )
+        try:
+            async with _aio.timeout(self.timeout):
+                return await self._session().get(
+                    yarl.URL(url, encoded=True), timeout=timeout, allow_redirects=False
+                )
+        except (aiohttp.ClientError, OSError, *_TIMEOUTS) as exc:
+            raise errors.ApiError(500, "", f'Get "{url}": {_describe(exc)}') from exc
+
+    async def _error_text(self, upstream: aiohttp.ClientResponse) -> str:
+        chunks: list[bytes] = []
+        size = 0
+        with contextlib.suppress(aiohttp.ClientError, OSError, *_TIMEOUTS):
+            async with _aio.timeout(self.timeout):
+                while size < MAX_ERROR_BODY:
+                    chunk = await upstream.content.read(MAX_ERROR_BODY - size)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+        return b"".join(chunks).decode("utf-8", errors="replace")
+
+    # -- exec -----------------------------------------------------------------------------
+
+    async def _exec(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
+        options = exec_options(request.query)
+        where = await self._locate(namespace, name, options.container)
+        client = web.WebSocketResponse(protocols=SUBPROTOCOLS, heartbeat=HEARTBEAT)
+        ready = client.can_prepare(request)
+        if not ready.ok:
+            raise _not_upgraded(request)
+        if ready.protocol is None:
+            offered = request.headers.get("Sec-WebSocket-Protocol", "")
+            raise errors.bad_request(
+                f"pods/exec: none of the WebSocket subprotocols offered ({offered or 'none'}) "
+                f"is served; this API server speaks {', '.join(SUBPROTOCOLS)}"
+            )
+        # Upgrade first, then dial the node: what fails from here on reaches the client as a
+        # Status on channel 3, as with kube-apiserver's stream translator.
+        await client.prepare(request)
+        path = node_path(EXEC_PATH, namespace, name, where.container)
+        url = where.endpoint.url(path, options.node_query())
+        try:
+            node = await self._dial(url, ready.protocol, where.node)
+        except errors.ApiError as exc:
+            await _finish(client, exc)
+            return client
+        try:
+            await _relay(client, node, where.node)
+        finally:
+            await node.close()
+        return client
+
+    async def _locate(self, namespace: str, name: str, container: str) -> Location:
+        pod = await self._object("pods", namespace, name)
+        chosen = select_container(pod, container)
+        node = assigned_node(pod)
+        if not node:
+            raise unassigned(pod)
+        return Location(node, await self._endpoint(node), chosen)
+
+    async def _dial(self, url: str, protocol: str, node: str) -> aiohttp.ClientWebSocketResponse:
+        """Open the node's WebSocket within the timeout, speaking ``protocol``."""
+        try:
+            async with _aio.timeout(self.timeout):
+                ws = await self._session().ws_connect(
+                    yarl.URL(url, encoded=True), protocols=(protocol,), heartbeat=HEARTBEAT
+                )
+        except aiohttp.WSServerHandshakeError as exc:
+            phrase = _phrase(exc.status)
+            raise errors.internal(
+                f"unable to upgrade connection to node {node}: {exc.status} {phrase}".rstrip()
+            ) from exc
+        except (aiohttp.ClientError, OSError, *_TIMEOUTS) as exc:
+            raise errors.internal(f"error dialing backend: {_describe(exc)}") from exc
+        if ws.protocol != protocol:
+            await ws.close()
+            raise errors.internal(f"node {node} does not speak the subprotocol {protocol}")
+        return ws
+
+
+def _verb(method: str) -> str:
+    return {"POST": "create", "PUT": "update"}.get(method, method.lower())
+
+
+def _phrase(status: int) -> str:
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _not_upgraded(request: web.Request) -> errors.ApiError:
+    """What a request to exec that is not a WebSocket upgrade gets."""
+    if request.headers.get("Upgrade", "").upper().startswith("SPDY/"):
+        return errors.bad_request(SPDY_REFUSED)
+    return errors.bad_request("Upgrade request required")  # kube's UpgradeAwareHandler
+
+
+def _client_gone(request: web.BaseRequest) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+async def _while_connected(request: web.BaseRequest, work: Awaitable[None], tick: float) -> None:
+    """Run ``work`` until it ends or the client goes away. aiohttp does not cancel a handler
+    whose client left, and a quiet follow writes nothing that would notice, so the client's
+    connection is looked at every ``tick``."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=tick)
+            if done:
+                task.result()
+                return
+            if _client_gone(request):
+                return
+    finally:
+        task.cancel()
+
+
+async def _copy_body(content: aiohttp.StreamReader, response: web.StreamResponse, pod: str) -> None:
+    """Chunk by chunk as the node writes them; a break on either side ends the copy (and the
+    response, as kube-apiserver ends it: the client cannot be told after the headers)."""
+    try:
+        async for chunk in content.iter_any():
+            await response.write(chunk)
+    except ConnectionError as exc:  # the client went away
+        log.debug("log of pod %s: client gone: %s", pod, exc)
+    except (aiohttp.ClientError, *_TIMEOUTS) as exc:  # node gone or quiet, or shutting down
+        log.info("log of pod %s ended early: %s", pod, _describe(exc))
+
+
+async def _finish(client: web.WebSocketResponse, error: errors.ApiError) -> None:
+    """Report ``error`` on the status channel and close."""
+    with contextlib.suppress(ConnectionError):
+        await client.send_bytes(status_message(error))
+    await client.close()
+
+
+async def _forward(
+    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> bool:
+    """Copy messages until ``source`` closes; True when one of them was on the status
+    channel."""
+    saw_status = False
+    try:
+        async for message in source:
+            if message.type is aiohttp.WSMsgType.BINARY:
+                saw_status = saw_status or message.data[:1] == bytes([STATUS])
+                await sink.send_bytes(message.data)
+            elif message.type is aiohttp.WSMsgType.TEXT:
+                await sink.send_str(message.data)
+            elif message.type is aiohttp.WSMsgType.ERROR:
+                log.debug("exec stream error: %s", source.exception())
+                break
+    except (ConnectionError, aiohttp.ClientError) as exc:
+        log.debug("exec stream ended: %s", exc)
+    return saw_status
+
+
+async def _relay(
+    client: web.WebSocketResponse, node: aiohttp.ClientWebSocketResponse, node_name: str
+) -> None:
+    """Relay both ways until one side ends. When the node ends without an exit status (it
+    died, or the connection broke), the client is told so on the status channel: client-go
+    reads an empty status channel as success."""
+    to_node = asyncio.ensure_future(_forward(client, node))
+    to_client = asyncio.ensure_future(_forward(node, client))
+    try:
+        done, _ = await asyncio.wait({to_node, to_client}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        to_node.cancel()
+        to_client.cancel()
+    await asyncio.wait({to_node, to_client})
+    await node.close()
+    if to_client in done and not to_client.result() and not client.closed:
+        error = errors.internal(
+            f"the connection to node {node_name} ended before the command's exit status arrived"
+        )
+        await _finish(client, error)
+    await client.close()
