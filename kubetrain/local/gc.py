@@ -41,6 +41,7 @@ from typing import Any
 
 from kubetrain import _aio, kube
 from kubetrain.kube import watch
+from kubetrain.local import tasks
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +268,7 @@ class GarbageCollector:
         self._unsynced: set[kube.Resource] = set()
         self._ready = asyncio.Event()
         self._crd_changed = asyncio.Event()
-        self._group: _aio.TaskGroup | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: tasks.Tasks | None = None
 
     # -- running ---------------------------------------------------------------------------
 
@@ -277,26 +277,17 @@ class GarbageCollector:
         log.info("garbage collector starting")
         try:
             async with _aio.TaskGroup() as group:
-                self._group = group
+                self._tasks = tasks.Tasks(group)
                 self._spawn(self._start(), "gc-start")
                 if stop is not None:
-                    group.create_task(self._stop_on(stop), name="gc-stop")
+                    group.create_task(self._tasks.cancel_on(stop), name="gc-stop")
         finally:
             self.queue.close()
         log.info("garbage collector stopped")
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        assert self._group is not None
-        task = self._group.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    async def _stop_on(self, stop: asyncio.Event) -> None:
-        """Cancel every task of the group once ``stop`` is set; the group then ends cleanly."""
-        await stop.wait()
-        for task in list(self._tasks):
-            task.cancel()
+        assert self._tasks is not None, "spawned before run() started the group"
+        return self._tasks.spawn(coro, name)
 
     async def _start(self) -> None:
         await self._first_discovery()

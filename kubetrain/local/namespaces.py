@@ -33,6 +33,7 @@ from typing import Any
 from kubetrain import _aio, kube
 from kubetrain.kube import watch
 from kubetrain.kube.resource import NAMESPACES
+from kubetrain.local import tasks
 
 log = logging.getLogger(__name__)
 
@@ -131,31 +132,22 @@ class NamespaceController:
         self.client = client
         self.settings = settings or Settings()
         self.clock = clock
-        self._group: _aio.TaskGroup | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: tasks.Tasks | None = None
         self._finalizing: dict[str, asyncio.Task[None]] = {}
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Watch namespaces and finalize the deleted ones until cancelled (or ``stop``)."""
         log.info("namespace controller starting")
         async with _aio.TaskGroup() as group:
-            self._group = group
+            self._tasks = tasks.Tasks(group)
             self._spawn(self._watch(), "namespaces-watch")
             if stop is not None:
-                group.create_task(self._stop_on(stop), name="namespaces-stop")
+                group.create_task(self._tasks.cancel_on(stop), name="namespaces-stop")
         log.info("namespace controller stopped")
 
     def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        assert self._group is not None
-        task = self._group.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    async def _stop_on(self, stop: asyncio.Event) -> None:
-        await stop.wait()
-        for task in list(self._tasks):
-            task.cancel()
+        assert self._tasks is not None, "spawned before run() started the group"
+        return self._tasks.spawn(coro, name)
 
     async def _watch(self) -> None:
         failures = 0
