@@ -65,6 +65,7 @@ from typing import Any
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
+from kubetrain.kube import client as kube_client
 from kubetrain.kube import resource
 from kubetrain.kube import watch as kube_watch
 from kubetrain.local import daemon
@@ -439,7 +440,7 @@ async def bench_list(
     await fill(kubeconfig, namespace, sizes.list_pods, sizes.clients)
     async with open_clients(kubeconfig, 1) as (client,):
         body = await listed_body(client, namespace, sizes.list_pods)  # also a warm-up
-        decoding = [timed_call(clock, json.loads, body) for _ in range(DECODE_REPEATS)]
+        decoding = [timed_call(clock, kube_client.decode, body) for _ in range(DECODE_REPEATS)]
         progress(f"{sizes.lists} full lists of {sizes.list_pods:,} pods, then paged ones")
         whole = [
             await timed(clock, client.list(PODS, namespace=namespace)) for _ in range(sizes.lists)

@@ -446,8 +446,11 @@ class Registry:
         name = meta.get("name") or ""
         if r.namespaced:
             self._admit_namespace(r, meta["namespace"], name)
-        for attempt in range(GENERATE_NAME_RETRIES):
-            candidate = copy.deepcopy(obj) if attempt < GENERATE_NAME_RETRIES - 1 else obj
+        # Only a generated name can collide and be retried; each retry needs a fresh copy
+        # because a try edits the object in place.
+        tries = 1 if name or not meta.get("generateName") else GENERATE_NAME_RETRIES
+        for attempt in range(tries):
+            candidate = copy.deepcopy(obj) if attempt < tries - 1 else obj
             result = await self._create_once(r, strategy, candidate, opts)
             if result is not None:
                 return result
