@@ -26,6 +26,8 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubetrain.local.apiserver.gofmt import go_quote
+
 Path = tuple[str, ...]
 """A field path: FieldsV1 path elements from the object's root, the root itself excluded."""
 
@@ -36,17 +38,6 @@ SELF = "."
 _GO_JSON_ESCAPES = str.maketrans(
     {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 )
-_GO_QUOTE_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-    '"': '\\"',
-    "\\": "\\\\",
-}
 # Go prints a float64 without a fraction below this magnitude (strconv 'f' format).
 _GO_PLAIN_FLOAT_LIMIT = 1e21
 
@@ -278,21 +269,3 @@ def _go_float(number: float) -> str:
     if number.is_integer() and abs(number) < _GO_PLAIN_FLOAT_LIMIT:
         return str(int(number))
     return repr(number)
-
-
-def go_quote(text: str) -> str:
-    """``text`` quoted as Go's ``%q`` does, as kube-apiserver quotes manager names."""
-    return '"' + "".join(_go_quote_char(c) for c in text) + '"'
-
-
-def _go_quote_char(char: str) -> str:
-    if char in _GO_QUOTE_ESCAPES:
-        return _GO_QUOTE_ESCAPES[char]
-    if char.isprintable():
-        return char
-    code = ord(char)
-    if code < 0x80:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"

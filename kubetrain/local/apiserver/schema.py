@@ -52,6 +52,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from kubetrain.local.apiserver.gofmt import go_quote
+
 Schema = dict[str, Any]
 Cause = dict[str, str]
 
@@ -62,38 +64,6 @@ _IMMUTABLE_RULE = re.compile(r"^\s*self\s*==\s*oldSelf\s*$")
 # --- Go-compatible rendering -----------------------------------------------------------
 # kube builds its messages with Go's fmt and encoding/json; these reproduce the output for
 # JSON values (str, int, float, bool, None, list, dict).
-
-
-def go_quote(text: str) -> str:
-    """``strconv.Quote``: double quotes, Go escapes, printable Unicode kept as is."""
-    out = ['"']
-    for ch in text:
-        code = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable():
-            out.append(ch)
-        elif code < 0x80:
-            out.append(f"\\x{code:02x}")
-        elif code <= 0xFFFF:
-            out.append(f"\\u{code:04x}")
-        else:
-            out.append(f"\\U{code:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES = {
-    "\a": "\\a",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-    "\v": "\\v",
-}
 
 
 def _digits(value: float) -> tuple[bool, str, int]:

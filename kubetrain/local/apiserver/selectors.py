@@ -20,6 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.local.apiserver.gofmt import go_quote
+
 
 class SelectorError(ValueError):
     """A selector that kube-apiserver would refuse; the message is kube's own wording."""
@@ -113,14 +115,9 @@ def label_value_errors(value: str) -> list[str]:
     return errors
 
 
-def _go_quote(text: str) -> str:
-    # Close to Go's %q: double quotes, backslash escapes, printable Unicode kept as is.
-    return json.dumps(text, ensure_ascii=False)
-
-
 def _field_invalid(path: str, bad_value: Any, detail: str) -> str:
     # field.Invalid(...).Error(): strings are %q-quoted, lists are JSON (a nil list is null).
-    shown = _go_quote(bad_value) if isinstance(bad_value, str) else json.dumps(bad_value)
+    shown = go_quote(bad_value) if isinstance(bad_value, str) else json.dumps(bad_value)
     return f"{path}: Invalid value: {shown}: {detail}"
 
 
@@ -542,7 +539,7 @@ def label_selector_from_spec(spec: Mapping[str, Any] | None) -> LabelSelector:
             raise SelectorError(f"matchExpressions[{i}].key: Required value")
         operator = expression.get("operator")
         if operator not in _SPEC_OPERATORS:
-            shown = _go_quote(str(operator))
+            shown = go_quote(str(operator))
             raise SelectorError(f"{shown} is not a valid label selector operator")
         values = expression.get("values") or []
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
