@@ -378,3 +378,37 @@ def test_discovery_is_cached_until_refreshed() -> None:
             assert len(fake.seen("GET", "/api")) == 2
 
     run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("environ", "proxy"),
+    [
+        ({"HTTPS_PROXY": "http://proxy.example:3128"}, "http://proxy.example:3128"),
+        ({"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "api.example"}, None),
+        ({"HTTP_PROXY": "http://proxy.example:3128"}, None),
+        ({}, None),
+    ],
+    ids=[
+        "an https proxy applies to an https API server",
+        "NO_PROXY naming the host bypasses it",
+        "an http proxy does not apply to https",
+        "no proxy variables, no proxy",
+    ],
+)
+def test_the_proxy_is_decided_once_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], proxy: str | None
+) -> None:
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    configuration = kube.config.Configuration(host="https://api.example:6443")
+
+    async def scenario() -> None:
+        async with kube.Client(configuration):
+            pass
+
+    run(scenario())
+    assert configuration.proxy == proxy
+    # Per-request environment lookups (a worker thread per call) are off.
+    assert configuration.client_session_kwargs == {"trust_env": False}
