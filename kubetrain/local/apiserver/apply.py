@@ -540,6 +540,8 @@ def record_update(
     lk = list_keys or fs.default_list_keys
     managers = _managers_for_update(old, new, subresource)
     result = _without_managed_fields(new)
+    if old is None and not managers:
+        return _record_create(result, manager, operation, now, subresource, lk)
     diff = _changes(_without_managed_fields(old) if old is not None else {}, result, lk)
     taken = diff.added | diff.modified
     for other in managers:
@@ -549,6 +551,69 @@ def record_update(
         previous = managers[me].fields if me in managers else set()
         managers[me] = _Entry(_api_version(new, old), now, previous | taken)
     return _with_managed_fields(result, managers)
+
+
+def _record_create(
+    obj: dict[str, Any],
+    manager: str,
+    operation: str,
+    now: str,
+    subresource: str | None,
+    lk: ListKeys,
+) -> dict[str, Any]:
+    """The common create: no managers yet, so the writer owns everything the object sets.
+
+    The same result as diffing against an empty object and encoding the path set, built in
+    one walk: creates are the API server's hottest write, and the general route spent half
+    of a create's time building and re-encoding path sets.
+    """
+    fields_v1: dict[str, Any] = {}
+    for name, child in obj.items():
+        if name in ("apiVersion", "kind"):
+            continue
+        if name == "metadata":
+            if isinstance(child, dict):
+                owned = {
+                    fp.field(k): _member_fields_v1(v, ("metadata", k), lk)
+                    for k, v in child.items()
+                    if k not in _UNOWNED_METADATA
+                }
+                if owned:
+                    fields_v1[fp.field(name)] = _sorted_elements(owned)
+            continue
+        fields_v1[fp.field(name)] = _member_fields_v1(child, (name,), lk)
+    if not fields_v1:
+        return obj
+    api_version = _api_version(obj)
+    entry = _encode_entry(
+        _identity(manager, operation, subresource, api_version),
+        _Entry(api_version, now, set()),
+    )
+    entry["fieldsV1"] = _sorted_elements(fields_v1)
+    if not isinstance(obj.get("metadata"), dict):
+        obj["metadata"] = {}
+    obj["metadata"]["managedFields"] = [entry]
+    return obj
+
+
+def _member_fields_v1(item: Any, names: tuple[str, ...], lk: ListKeys) -> dict[str, Any]:
+    """FieldsV1 of a node that is itself a member, with everything below it (``fieldsets``'
+    rules: map fields, and the items of keyed lists and sets; atomic lists have none)."""
+    children: dict[str, Any] = {}
+    if isinstance(item, dict):
+        for name, child in item.items():
+            children[fp.field(name)] = _member_fields_v1(child, (*names, name), lk)
+    elif isinstance(item, list):
+        elements = fs.item_elements(item, lk(names)) or []
+        for element, child in zip(elements, item, strict=False):
+            children[element] = _member_fields_v1(child, names, lk)
+    if not children:
+        return {}
+    return {fp.SELF: {}, **_sorted_elements(children)}
+
+
+def _sorted_elements(children: dict[str, Any]) -> dict[str, Any]:
+    return {element: children[element] for element in sorted(children, key=fp.element_order)}
 
 
 def _managers_for_update(
