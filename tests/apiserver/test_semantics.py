@@ -726,6 +726,25 @@ def test_pod_status_updates_go_through_the_status_subresource(
     assert core.read_namespaced_pod("st", namespace).status.phase == "Running"
 
 
+def test_a_node_registers_with_its_status(core: client.CoreV1Api) -> None:
+    """Kubelets create their Node with status (capacity, addresses); unlike most kinds, the
+    create keeps it."""
+    name = f"kt-node-{secrets.token_hex(3)}"
+    body = {
+        "metadata": {"name": name},
+        "status": {
+            "capacity": {"cpu": "2", "memory": "1Gi", "pods": "110"},
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
+        },
+    }
+    try:
+        created = core.create_node(body)
+        assert created.status.capacity == {"cpu": "2", "memory": "1Gi", "pods": "110"}
+        assert created.status.addresses[0].address == "127.0.0.1"
+    finally:
+        core.delete_node(name)
+
+
 def test_an_unscheduled_pod_is_deleted_at_once_and_returned(
     core: client.CoreV1Api, namespace: str
 ) -> None:

@@ -426,6 +426,7 @@ class EventStrategy(Strategy):
 
 class NodeStrategy(Strategy):
     extra_field_labels = frozenset({"spec.unschedulable"})
+    status_reset_on_create = False  # a kubelet registers its Node with capacity and addresses
 
 
 # --- events.k8s.io/v1 <-> core/v1 -----------------------------------------------------------
