@@ -1,0 +1,141 @@
+"""Ports for host-network pods: one per pod from a range, stable, and told to every peer.
+
+A pod on the host network listens on the host's own ports, so two replicas that both listen on
+"their" 23456 collide when they share a host, and so do two jobs. The operator therefore gives
+each host-network pod its own port for the framework's named port (``pytorchjob-port``,
+``tfjob-port``, ...): the container port, the host port and the service port all become it, and
+the env contract (MASTER_PORT, COORDINATOR_PORT, PADDLE_MASTER, DMLC_PS_ROOT_PORT, ...) carries
+it to the peers.
+
+Level-triggered: the port is recorded on the replica's headless Service (annotation
+:data:`HOST_PORT_ANNOTATION`), which is created before its pod and outlives pod restarts, and is
+read back from there on every reconcile; a new one is picked only for a replica without a
+Service. The pick starts at a hash of ``<ns>/<job>/<rtype>/<index>`` and walks the range to the
+first port no other Service records, so picks do not depend on the order jobs arrive in.
+
+What the env can carry: the frameworks' env contracts take one port per replica type (read from
+the job's template), so the port of index 0 of each type is the one every peer is told. That is
+right wherever peers dial only index 0 (PyTorch's master and rendezvous, JAX's coordinator,
+Paddle's master, XGBoost's master, MXNet's scheduler). TF_CONFIG and MX_CONFIG list a port per
+pod and XGBoost's WORKER_PORT is one for all workers: for replica types with more than one
+pod those need per-pod ports from ``kubetrain.frameworks``.
+
+Pure: the ports already taken and the range come in as arguments.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from kubetrain import api
+from kubetrain.operator.jobs import children
+
+HOST_PORT_ANNOTATION: Final = "kubetrain.io/host-port"
+
+PortKey = tuple[str, int]  # (replica type, index)
+
+
+def template_spec(job: api.JobKind, rtype: str) -> dict[str, Any]:
+    spec = (job.replica_specs() or {}).get(rtype)
+    template = spec.template if spec is not None else None
+    pod_spec = template.get("spec") if isinstance(template, dict) else None
+    return pod_spec if isinstance(pod_spec, dict) else {}
+
+
+def host_network(job: api.JobKind, rtype: str, force: bool) -> bool:
+    """Whether pods of ``rtype`` run on the host network (by their template, or forced)."""
+    return force or template_spec(job, rtype).get("hostNetwork") is True
+
+
+def _named_port(container: Mapping[str, Any], port_name: str) -> dict[str, Any] | None:
+    for port in container.get("ports") or []:
+        if isinstance(port, dict) and port.get("name") == port_name:
+            return port
+    return None
+
+
+def _default_container(pod_spec: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    for container in pod_spec.get("containers") or []:
+        if isinstance(container, dict) and container.get("name") == name:
+            return container
+    return None
+
+
+def listens(job: api.JobKind, rtype: str) -> bool:
+    """The default container declares the framework's named port (MPIJob declares none)."""
+    container = _default_container(template_spec(job, rtype), job.DEFAULT_CONTAINER)
+    return container is not None and _named_port(container, job.PORT_NAME) is not None
+
+
+def recorded(service: Mapping[str, Any]) -> int | None:
+    """The host port a Service records for its pod, if it records a valid one."""
+    text = children.annotations_of(service).get(HOST_PORT_ANNOTATION)
+    try:
+        port = int(str(text))
+    except ValueError:
+        return None
+    return port if 0 < port <= 65535 else None
+
+
+def taken(services: Iterable[Mapping[str, Any]]) -> set[int]:
+    """Every port recorded by any Service: no two host-network pods get the same one."""
+    return {port for service in services if (port := recorded(service)) is not None}
+
+
+def choose(seed: str, used: set[int], low: int, high: int) -> int | None:
+    """The first free port walking the range from a point fixed by ``seed``; None if full."""
+    size = high - low + 1
+    start = zlib.crc32(seed.encode()) % size
+    for step in range(size):
+        port = low + (start + step) % size
+        if port not in used:
+            return port
+    return None
+
+
+def seed(namespace: str, job: str, rtype: str, index: int) -> str:
+    return f"{namespace}/{job}/{rtype.lower()}/{index}"
+
+
+def job_with_ports(job: api.JobKind, ports: Mapping[PortKey, int]) -> api.JobKind:
+    """A copy of ``job`` whose named port of each type is that type's index-0 host port.
+
+    This is the job the env contracts are computed from, so peers are told the ports the pods
+    really listen on. Types without an assigned port keep their template's.
+    """
+    if not ports:
+        return job
+    copy = job.model_copy(deep=True)
+    for rtype, spec in (copy.replica_specs() or {}).items():
+        port = ports.get((rtype, 0))
+        if spec is None or port is None or not isinstance(spec.template, dict):
+            continue
+        container = _default_container(spec.template.get("spec") or {}, job.DEFAULT_CONTAINER)
+        named = _named_port(container, job.PORT_NAME) if container is not None else None
+        if named is not None:
+            named["containerPort"] = port
+    return copy
+
+
+def set_pod_port(pod: dict[str, Any], job: api.JobKind, port: int) -> None:
+    """The pod's own named port, as container port and host port."""
+    spec = pod.get("spec") or {}
+    container = _default_container(spec, job.DEFAULT_CONTAINER)
+    named = _named_port(container, job.PORT_NAME) if container is not None else None
+    if named is not None:
+        named["containerPort"] = port
+        named["hostPort"] = port
+
+
+def set_service_port(service: dict[str, Any], job: api.JobKind, port: int) -> None:
+    """The Service exposes the pod's host port under the framework's port name, and records it."""
+    for entry in service.get("spec", {}).get("ports") or []:
+        if entry.get("name") == job.PORT_NAME:
+            entry["port"] = port
+    metadata = service.setdefault("metadata", {})
+    metadata["annotations"] = {
+        **(metadata.get("annotations") or {}),
+        HOST_PORT_ANNOTATION: str(port),
+    }
