@@ -1,0 +1,48 @@
+"""Torch: torchrun's ``PET_*`` env and port 29500 on the trainer, ``envInjection`` targets, and
+torchtune's command rewriting; elastic runtimes get the c10d rendezvous.
+
+The env contract, node counts (including elastic ``minNodes..maxNodes``: the job starts at the
+TrainJob's ``numNodes``, else ``maxNodes``, and ``PET_NNODES`` is ``min:max``) and
+``numProcPerNode`` resolution are :mod:`kubetrain.frameworks.trainjob.torch`'s; this plugin
+puts them on the trainer's ``node`` container after the TrainJob's own env. A running elastic
+job that changes size keeps its pods' env: ``min:max`` and the rendezvous endpoint do not
+depend on the size, so torchrun's rendezvous admits the new nodes and drops the removed ones.
+
+Pre-build, a torchtune TrainJob's recipe choice is checked (see
+:mod:`~kubetrain.operator.trainjob.plugins.torchtune`).
+"""
+
+from __future__ import annotations
+
+from kubetrain import api
+from kubetrain.frameworks.trainjob import torch as contract
+from kubetrain.operator.trainjob import runtime_info, strategicmerge
+from kubetrain.operator.trainjob.plugins import torchtune, trainer
+
+
+class Torch:
+    name = "Torch"
+
+    def enforce_ml_policy(self, info: runtime_info.RuntimeInfo) -> None:
+        if info.ml_policy is None or info.ml_policy.torch is None:
+            return
+        trainer.apply_num_nodes(info, contract.node_count(info.job, info.runtime))
+        trainer.apply_env(info, contract.env(info.job, info.runtime))
+        trainer.apply_ports(info, contract.ports())
+        for job_name, container_name in contract.injection_targets(info.runtime):
+            pod_set = info.pod_set(job_name)
+            container = pod_set.container(container_name) if pod_set is not None else None
+            if container is not None:
+                strategicmerge.upsert_env(
+                    container.env, contract.injected_env(info.job, info.runtime)
+                )
+        if contract.is_torchtune(info.job):
+            torchtune.rewrite_command(info)
+
+    def pre_build(self, info: runtime_info.RuntimeInfo) -> list[api.FieldError]:
+        if info.ml_policy is None or info.ml_policy.torch is None:
+            return []
+        command = tuple((info.trainer.command or ()) if info.trainer is not None else ())
+        if command[: len(contract.TORCHTUNE_ENTRYPOINT)] != contract.TORCHTUNE_ENTRYPOINT:
+            return []  # (the command is already rewritten here, so only its start is compared)
+        return torchtune.validate(info)

@@ -1,0 +1,68 @@
+"""Helpers for the TrainJob plugin tests: admit manifests, run the plugin phases, read results.
+
+``build(job_doc, runtime_doc)`` runs every phase up to build on the admitted (defaulted) objects,
+as the reconciler does on a runtime snapshot, and returns the framework's ``Built``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrain import api
+from kubetrain.operator.trainjob import framework, phases
+
+UID = "0000-uid"
+
+
+def admitted(doc: dict[str, Any]) -> Any:
+    verdict = api.review(doc)
+    assert verdict.ok, verdict.messages()
+    return verdict.obj
+
+
+def build(
+    job_doc: dict[str, Any],
+    runtime_doc: dict[str, Any],
+    *,
+    key_pair: tuple[bytes, bytes] | None = None,
+) -> framework.Built:
+    job = admitted(job_doc)
+    job.metadata.uid = UID
+    runtime = admitted(runtime_doc)
+    return framework.run(job, runtime, phases.BuildContext(ssh_key_pair=key_pair))
+
+
+def objects(built: framework.Built, kind: str) -> list[dict[str, Any]]:
+    return [o for o in built.objects if o.get("kind") == kind]
+
+
+def jobset(built: framework.Built) -> dict[str, Any]:
+    (found,) = objects(built, "JobSet")
+    return found
+
+
+def replicated_job(built: framework.Built, name: str) -> dict[str, Any]:
+    for rjob in jobset(built)["spec"]["replicatedJobs"]:
+        if rjob["name"] == name:
+            return rjob
+    raise AssertionError(f"no replicated job {name}")
+
+
+def container(built: framework.Built, job: str, name: str = "node") -> dict[str, Any]:
+    spec = replicated_job(built, job)["template"]["spec"]["template"]["spec"]
+    for item in spec["containers"]:
+        if item["name"] == name:
+            return item
+    raise AssertionError(f"no container {name} in {job}")
+
+
+def env(built: framework.Built, job: str = "node", name: str = "node") -> dict[str, Any]:
+    """``{name: value or valueFrom}`` of a container's env, in order."""
+    return {
+        e["name"]: e.get("value", e.get("valueFrom"))
+        for e in container(built, job, name).get("env") or []
+    }
+
+
+def env_names(built: framework.Built, job: str = "node", name: str = "node") -> list[str]:
+    return [e["name"] for e in container(built, job, name).get("env") or []]
