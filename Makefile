@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint unit crds clean
+.PHONY: run test lint unit crds manifests clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: $(STAMP)
 ## crds: regenerate deploy/crds from the API types
 crds: $(STAMP)
 	$(BIN)/kubetrain crds --output-dir deploy/crds
+
+## manifests: regenerate everything under deploy/ that comes from the package
+manifests: crds
+	cp kubetrain/operator/trainjob/runtimes/*.yaml deploy/runtimes/
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis

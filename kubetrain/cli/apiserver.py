@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 
+from kubetrain.cli import controlplane
 from kubetrain.local import daemon
 
 
@@ -34,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--memory", action="store_true", help="keep objects in memory only (for tests)"
     )
     parser.add_argument(
+        "--with-workloads",
+        action="store_true",
+        help="also run the scheduler, a node agent and the operator (what `kubetrain up` runs)",
+    )
+    parser.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log line format"
     )
     parser.add_argument(
@@ -50,6 +56,10 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
+        # Fields a component bound for the record (controller, namespace, name, ...).
+        context = getattr(record, "context", None)
+        if isinstance(context, dict):
+            entry.update({k: v for k, v in context.items() if k not in entry})
         if record.exc_info:
             entry["traceback"] = self.formatException(record.exc_info)
         return json.dumps(entry)
@@ -73,9 +83,11 @@ def run(args: argparse.Namespace) -> int:
         home=daemon.resolve_home(os.environ, args.home),
         memory=args.memory,
         port=args.port,
+        workloads=args.with_workloads,
     )
     try:
-        asyncio.run(daemon.run(config))
+        workloads = controlplane.workloads if config.workloads else None
+        asyncio.run(daemon.run(config, workloads=workloads))
     except daemon.DaemonError as exc:
         print(f"kubetrain apiserver: {exc}", file=sys.stderr)
         return 1

@@ -13,9 +13,32 @@ import traceback
 from collections.abc import Sequence
 
 import kubetrain
-from kubetrain.cli import apiserver, crds, down, kubeconfig, status, up, validate
+from kubetrain.cli import (
+    apiserver,
+    apply,
+    completion,
+    crds,
+    delete,
+    down,
+    events,
+    get,
+    kubeconfig,
+    listing,
+    logs,
+    node,
+    operator,
+    run,
+    status,
+    submit,
+    suspend,
+    top,
+    up,
+    validate,
+    wait,
+)
 
-COMMANDS = (validate, crds, up, down, status, kubeconfig, apiserver)
+COMMANDS = (validate, crds, up, down, status, kubeconfig, apiserver, node, operator)
+COMMANDS += (run, submit, apply, listing, get, logs, events, delete, suspend, wait, top, completion)
 
 
 def build_parser() -> argparse.ArgumentParser:

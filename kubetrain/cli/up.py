@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = daemon.Config(home=daemon.resolve_home(os.environ, args.home), port=args.port)
+    config = daemon.Config(
+        home=daemon.resolve_home(os.environ, args.home), port=args.port, workloads=True
+    )
     paths = config.paths
     try:
         status = daemon.start_background(config, timeout=args.timeout)

@@ -227,6 +227,11 @@ def _expand(source: str, documents: list[Any]) -> list[Document]:
     return found
 
 
+def to_object(raw: Any) -> dict[str, Any]:
+    """A document as a Kubernetes object (see :func:`_object`), for commands that send it."""
+    return _object(raw)
+
+
 def _object(raw: Any) -> dict[str, Any]:
     """A fresh JSON-shaped copy of ``raw``, or :class:`NotJSON` saying where it is not one.
 

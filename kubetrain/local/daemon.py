@@ -13,8 +13,10 @@ Layout of the state directory (``$KUBETRAIN_HOME``, default ``~/.kubetrain``)::
     logs/daemon.log     the daemon's output when started by ``kubetrain up``
 
 :func:`run` is the process's whole life; :func:`start_background`, :func:`stop` and
-:func:`read_status` are what the CLI verbs use. Components are listed in :func:`components`;
-the scheduler, node agent and operator join that list in later work.
+:func:`read_status` are what the CLI verbs use. The API server's own controllers are listed in
+:func:`components`; the workloads (scheduler, node agent, operator) are handed in by the
+command line (``kubetrain.cli.controlplane``), which alone may import both ``local`` and
+``operator``.
 
 This module reads no argv or environment of its own: the CLI resolves them into a
 :class:`Config`.
@@ -35,7 +37,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -133,6 +135,7 @@ class Config:
     host: str = DEFAULT_HOST
     watch_window: int = store.DEFAULT_WINDOW
     bookmark_interval: float = 60.0
+    workloads: bool = False  # also the scheduler, a node agent and the operator (`kubetrain up`)
 
     @property
     def paths(self) -> Paths:
@@ -147,24 +150,39 @@ class Component:
     run: Callable[[], Awaitable[None]]
 
 
+def client_component(
+    name: str,
+    kubeconfig: str,
+    body: Callable[[kube.Client], Awaitable[None]],
+    *,
+    user_agent: str | None = None,
+    field_manager: str | None = None,
+) -> Component:
+    """A component that is an ordinary API client of the control plane: ``body`` gets a client
+    of its own (user agent and field manager named after it), as it would on a cluster."""
+
+    async def run() -> None:
+        cluster = await kube.from_kubeconfig(kubeconfig)
+        agent = user_agent or name
+        async with kube.Client(
+            cluster, user_agent=agent, field_manager=field_manager or agent
+        ) as client:
+            await body(client)
+
+    return Component(name, run)
+
+
 def components(reg: registry.Registry, kubeconfig: str) -> list[Component]:
-    """Everything that runs beside the API server, in start order. The API server's own
-    controllers run in-process on the registry; the others are ordinary API clients, as they
-    would be on a cluster. The scheduler, the node agent and the operator are added here."""
+    """What runs beside the API server in every mode, in start order: the API server's own
+    controllers, in-process on the registry or as ordinary API clients, as on a cluster. The
+    workloads (scheduler, node agent, operator) come from the caller of :func:`run`."""
     cleanup = crds.Cleanup(reg)
-
-    def client_of(name: str, body: Callable[..., Awaitable[None]]) -> Callable[[], Awaitable[None]]:
-        async def run() -> None:
-            cluster = await kube.from_kubeconfig(kubeconfig)
-            async with kube.Client(cluster, user_agent=name, field_manager=name) as client:
-                await body(client)
-
-        return run
-
     return [
         Component("crd-cleanup", cleanup.run),
-        Component("garbage-collector", client_of("generic-garbage-collector", gc.run)),
-        Component("namespace-controller", client_of("namespace-controller", namespaces.run)),
+        client_component(
+            "garbage-collector", kubeconfig, gc.run, user_agent="generic-garbage-collector"
+        ),
+        client_component("namespace-controller", kubeconfig, namespaces.run),
     ]
 
 
@@ -237,8 +255,18 @@ def _long_lived_collector() -> Iterator[None]:
         collector.set_threshold(*before)
 
 
-async def run(config: Config, *, on_ready: Callable[[str], None] | None = None) -> None:
-    """Run the control plane until SIGTERM or SIGINT (or cancellation)."""
+Workloads = Callable[[Paths], Sequence[Component]]
+
+
+async def run(
+    config: Config,
+    *,
+    on_ready: Callable[[str], None] | None = None,
+    workloads: Workloads | None = None,
+) -> None:
+    """Run the control plane until SIGTERM or SIGINT (or cancellation). ``workloads`` gives
+    the components that make pods run (scheduler, node agent, operator); the command line
+    composes them, since this layer may not import the operator."""
     paths = config.paths
     with _pid_lock(paths), _long_lived_collector():
         credentials = await asyncio.to_thread(tls.ensure, paths.pki)
@@ -274,6 +302,8 @@ async def run(config: Config, *, on_ready: Callable[[str], None] | None = None) 
                 url = f"https://{config.host}:{port}"
                 api.server_address = f"{config.host}:{port}"
                 parts = components(reg, paths.kubeconfig)
+                if workloads is not None:
+                    parts += workloads(paths)
                 names = ["apiserver", *(c.name for c in parts)]
                 collector.freeze()  # start-up state (bootstrap, schemas, modules) lives on
                 await asyncio.to_thread(_write_state, config, credentials, url, port, names)
@@ -404,6 +434,8 @@ def start_background(config: Config, *, timeout: float = READY_TIMEOUT) -> dict[
         command.append("--memory")
     if config.port is not None:
         command += ["--port", str(config.port)]
+    if config.workloads:
+        command.append("--with-workloads")
     with open(paths.log, "ab") as log_file:
         process = subprocess.Popen(
             command,

@@ -1,5 +1,6 @@
-"""The built-in runtimes of ``deploy/runtimes``: each parses, passes admission as written, is
-listed in the kustomization, carries a command that runs on the local node, and builds a job."""
+"""The built-in runtimes (package data, copied to ``deploy/runtimes``): each parses, passes
+admission as written, is listed in the kustomization, carries a command that runs on the local
+node, and builds a job; the deploy copies are the package's files byte for byte."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 import yaml
 
 from kubetrain import api
+from kubetrain.operator.trainjob import builtin
 from tests.unit.operator.trainjob.building import build, container
 
-RUNTIMES = Path(__file__).resolve().parents[4] / "deploy" / "runtimes"
+DEPLOY = Path(__file__).resolve().parents[4] / "deploy" / "runtimes"
 EXPECTED = {
     "torch_distributed.yaml": ("torch-distributed", "torch"),
     "mpi_distributed.yaml": ("mpi-distributed", "mpi"),
@@ -23,14 +25,21 @@ LOCAL_PROGRAMS = ("torchrun", "python3", "mpirun")
 
 
 def _load(file: str) -> dict[str, Any]:
-    doc: dict[str, Any] = yaml.safe_load((RUNTIMES / file).read_text())
+    doc: dict[str, Any] = yaml.safe_load(builtin.files()[file])
     return doc
 
 
+def test_the_deploy_copies_are_the_package_files() -> None:
+    """``make manifests`` copies them; run it when this fails."""
+    for name, text in builtin.files().items():
+        assert (DEPLOY / name).read_text(encoding="utf-8") == text, name
+    assert sorted(builtin.files()) == sorted(EXPECTED)
+
+
 def test_the_kustomization_lists_every_runtime_file() -> None:
-    kustomization = yaml.safe_load((RUNTIMES / "kustomization.yaml").read_text())
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
     assert sorted(kustomization["resources"]) == sorted(EXPECTED)
-    assert sorted(p.name for p in RUNTIMES.glob("*.yaml")) == sorted(
+    assert sorted(p.name for p in DEPLOY.glob("*.yaml")) == sorted(
         [*EXPECTED, "kustomization.yaml"]
     )
 

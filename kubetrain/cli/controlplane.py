@@ -1,0 +1,104 @@
+"""What makes pods run on the local control plane: the scheduler, a node agent for this machine,
+the operator, and the built-in training runtimes, composed for the daemon.
+
+``kubetrain up`` (through ``kubetrain apiserver --with-workloads``) hands :func:`workloads` to
+:func:`kubetrain.local.daemon.run`. It lives here because it needs both ``kubetrain.local``
+and ``kubetrain.operator``, which never import each other (they meet only through the API
+server), and the command line is the one layer above both.
+
+Each workload is an ordinary API client of the control plane, with the settings a single
+machine needs: the operator forces host networking on the pods it creates (every local pod
+shares the host's network, so each gets a port of its own) and runs without leader election
+or endpoints; the node agent serves a certificate from the control plane's CA.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping, Sequence
+
+from kubetrain import kube
+from kubetrain.local import daemon
+from kubetrain.local.apiserver import tls
+from kubetrain.local.node import agent
+from kubetrain.local.node import settings as node_settings
+from kubetrain.local.scheduler import scheduler
+from kubetrain.operator import process
+from kubetrain.operator.jobs import settings as job_settings
+from kubetrain.operator.runtime import manager
+from kubetrain.operator.trainjob import builtin
+
+log = logging.getLogger(__name__)
+
+# What pods get from the daemon's own environment, as an image's ENV would give them.
+INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER")
+RUNTIMES = kube.Resource(
+    "trainer.kubeflow.org",
+    "v1alpha1",
+    "clustertrainingruntimes",
+    namespaced=False,
+    kind="ClusterTrainingRuntime",
+)
+
+
+def operator_options() -> process.Options:
+    return process.Options(
+        manager=manager.Settings(leader_election=False, metrics_address="", probe_address=""),
+        jobs=job_settings.Settings(force_host_network=True),
+    )
+
+
+def workloads(
+    paths: daemon.Paths, environ: Mapping[str, str] | None = None
+) -> list[daemon.Component]:
+    """The scheduler, the node agent, the operator and the runtime installer, in start order."""
+    environ = os.environ if environ is None else environ
+    kubeconfig = paths.kubeconfig
+    environment = tuple((k, environ[k]) for k in INHERITED if k in environ)
+
+    async def run_node(client: kube.Client) -> None:
+        cluster = await kube.from_kubeconfig(kubeconfig)
+        config = node_settings.Settings(
+            root=os.path.join(paths.home, "node"),
+            ca_cert=os.path.join(paths.pki, tls.CA_CERT),
+            ca_key=os.path.join(paths.pki, tls.CA_KEY),
+            token=node_settings.token_of(cluster.configuration),
+            environment=environment,
+        )
+        await agent.run(client, config)
+
+    return [
+        daemon.client_component(
+            "runtime-installer", kubeconfig, install_runtimes, user_agent="kubetrain-runtimes"
+        ),
+        daemon.client_component(
+            "scheduler", kubeconfig, scheduler.run, user_agent="default-scheduler"
+        ),
+        daemon.client_component(
+            "node", kubeconfig, run_node, user_agent="kubetrain-node", field_manager="kubelet"
+        ),
+        daemon.client_component(
+            "operator",
+            kubeconfig,
+            lambda client: process.run(client, operator_options()),
+            user_agent="kubetrain-operator",
+        ),
+    ]
+
+
+async def install_runtimes(client: kube.Client, runtimes: Sequence[dict] | None = None) -> None:
+    """Create the built-in ClusterTrainingRuntimes that are missing; one a user has changed or
+    deleted-and-recreated is left as it is. Runs once, then waits to be stopped."""
+    for runtime in builtin.runtimes() if runtimes is None else runtimes:
+        try:
+            await client.create(RUNTIMES, runtime)
+        except kube.AlreadyExists:
+            continue
+        log.info("installed the built-in runtime %s", runtime["metadata"]["name"])
+    await _forever()
+
+
+async def _forever() -> None:
+    await asyncio.Event().wait()

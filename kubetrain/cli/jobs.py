@@ -1,0 +1,188 @@
+"""Reading jobs and what belongs to them from the API server: find a job by what the user
+typed, list jobs of every kind, a job's pods and events, and follow one job's changes.
+
+Owns: those reads, and the user-facing errors when a job cannot be found (each says what to
+do). Must not: print, or decide what a job's state is (:mod:`kubetrain.cli.jobstate`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+from kubetrain import kube
+from kubetrain.cli import jobkinds
+from kubetrain.cli.errors import UserError
+from kubetrain.kube import resource, watch
+
+Job = dict[str, Any]
+EVENTS = kube.Resource("", "v1", "events", kind="Event")
+NODES = kube.Resource("", "v1", "nodes", namespaced=False, kind="Node")
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def namespace_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def ref_of(job: Mapping[str, Any]) -> str:
+    """``pytorchjob/NAME``, how messages name a job."""
+    return jobkinds.of(job).ref(name_of(job))
+
+
+def not_found(what: str, namespace: str) -> UserError:
+    return UserError(
+        f"no such job {what} in namespace {namespace}; "
+        "`kubetrain list -A` shows jobs in all namespaces"
+    )
+
+
+async def get(client: kube.Client, kind: jobkinds.JobKind, namespace: str, name: str) -> Job | None:
+    """The job, or None if there is none of that kind and name (or the kind is not served)."""
+    try:
+        job: Job = await client.get(kind.resource, name, namespace=namespace)
+    except kube.NotFound:
+        return None
+    job.setdefault("apiVersion", kind.resource.api_version)
+    job.setdefault("kind", kind.kind)
+    return job
+
+
+async def find(client: kube.Client, ref: jobkinds.JobRef, namespace: str) -> Job:
+    """The one job ``ref`` names in ``namespace``; a :class:`UserError` saying what to do when
+    there is none, or when a bare name is a job of several kinds."""
+    if ref.kind is not None:
+        job = await get(client, ref.kind, namespace, ref.name)
+        if job is None:
+            raise not_found(str(ref), namespace)
+        return job
+    found = await asyncio.gather(
+        *(get(client, kind, namespace, ref.name) for kind in jobkinds.KINDS)
+    )
+    jobs = [job for job in found if job is not None]
+    if not jobs:
+        raise not_found(ref.name, namespace)
+    if len(jobs) > 1:
+        names = ", ".join(ref_of(job) for job in jobs)
+        raise UserError(
+            f"job name {ref.name} is ambiguous in namespace {namespace}: {names}; "
+            "name one as KIND/NAME"
+        )
+    return jobs[0]
+
+
+async def find_all(client: kube.Client, texts: Sequence[str], namespace: str) -> list[Job]:
+    """The jobs several references name, in order; the first unknown one is the error."""
+    refs = [jobkinds.parse_ref(text) for text in texts]
+    return list(await asyncio.gather(*(find(client, ref, namespace) for ref in refs)))
+
+
+async def list_jobs(
+    client: kube.Client,
+    namespace: str | None,
+    kinds: Sequence[jobkinds.JobKind] = jobkinds.KINDS,
+    *,
+    label_selector: str | None = None,
+) -> list[Job]:
+    """Every job of ``kinds`` (in every namespace when ``namespace`` is None), ordered by
+    namespace, kind and name. Kinds the server does not serve are left out; when it serves
+    none of them, a :class:`UserError` says to install the CRDs."""
+
+    async def one(kind: jobkinds.JobKind) -> list[Job] | None:
+        try:
+            listed = await client.list_all(
+                kind.resource, namespace=namespace, label_selector=label_selector
+            )
+        except kube.NotFound:
+            return None
+        return list(listed.get("items") or [])
+
+    results = await asyncio.gather(*(one(kind) for kind in kinds))
+    if all(r is None for r in results):
+        served = ", ".join(k.resource.group_resource for k in kinds)
+        raise UserError(
+            f"the API server at {client.host} serves none of {served}; install the CRDs "
+            "(`kubetrain crds | kubectl apply -f -`)"
+        )
+    jobs = [job for listed in results for job in listed or []]
+    order = {k.kind: i for i, k in enumerate(jobkinds.KINDS)}
+    jobs.sort(key=lambda j: (namespace_of(j), order.get(str(j.get("kind")), 99), name_of(j)))
+    return jobs
+
+
+async def pods(client: kube.Client, job: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The job's pods, found by the labels its controller puts on them."""
+    kind = jobkinds.of(job)
+    listed = await client.list_all(
+        resource.PODS,
+        namespace=namespace_of(job),
+        label_selector=kind.pod_selector(name_of(job)),
+    )
+    return list(listed.get("items") or [])
+
+
+async def events(
+    client: kube.Client, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Events about the job and its pods (and the services named like them), oldest first."""
+    listed = await client.list_all(EVENTS, namespace=namespace_of(job))
+    kind = str(job.get("kind"))
+    mine = {(kind, name_of(job))}
+    for pod in pods:
+        mine |= {("Pod", name_of(pod)), ("Service", name_of(pod))}
+    found = []
+    for event in listed.get("items") or []:
+        involved = event.get("involvedObject") or {}
+        if (involved.get("kind"), involved.get("name")) in mine:
+            found.append(event)
+    found.sort(key=event_time)
+    return found
+
+
+def event_time(event: Mapping[str, Any]) -> str:
+    """When an event last happened, as an RFC 3339 string (sortable)."""
+    for key in ("lastTimestamp", "eventTime", "firstTimestamp"):
+        value = event.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return str((event.get("metadata") or {}).get("creationTimestamp") or "")
+
+
+async def follow(
+    client: kube.Client, job: Mapping[str, Any], *, settings: watch.Settings | None = None
+) -> AsyncIterator[Job | None]:
+    """The job now and after every change, until the caller stops; None once it is gone
+    (a new job of the same name is not the one followed)."""
+    kind = jobkinds.of(job)
+    uid = (job.get("metadata") or {}).get("uid")
+
+    def same(obj: dict[str, Any]) -> Job | None:
+        found = (obj.get("metadata") or {}).get("uid")
+        return _with_kind(obj, kind) if uid is None or found == uid else None
+
+    stream = client.watch(
+        kind.resource,
+        namespace=namespace_of(job),
+        field_selector=f"metadata.name={name_of(job)}",
+        settings=settings,
+    )
+    async with contextlib.aclosing(aiter(stream)) as events:
+        async for event in events:
+            if event.type == watch.SYNC:
+                items = event.object.get("items") or []
+                yield same(items[0]) if items else None
+            elif event.type == watch.DELETED:
+                yield None
+            else:
+                yield same(event.object)
+
+
+def _with_kind(obj: dict[str, Any], kind: jobkinds.JobKind) -> Job:
+    obj.setdefault("apiVersion", kind.resource.api_version)
+    obj.setdefault("kind", kind.kind)
+    return obj

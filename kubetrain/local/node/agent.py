@@ -1,0 +1,821 @@
+"""The node agent: kubetrain's kubelet for one machine, an ordinary API client.
+
+It registers its Node (capacity from this machine, addresses, the port of its HTTPS endpoint,
+nodeInfo, a Ready condition kept fresh) and renews the node's Lease in ``kube-node-lease``;
+watches the pods bound to it (``spec.nodeName``) and runs one :class:`~.worker.Worker` per pod;
+watches the Services and pods of every namespace it has pods in, so that each pod's /etc/hosts
+names them all (:mod:`.hosts`); assigns GPUs; writes events as the kubelet does; and serves
+logs and exec (:mod:`.server`). On start it first lists what the runtime has on disk, so a
+restarted agent (even after ``kill -9``) adopts the containers still running, reports those
+that finished meanwhile, and removes those whose pod is gone.
+
+Owns: that wiring, node registration and the lease, the GPU assignments, the namespace views
+and the event recorder. Must not: run processes (the runtime does), compute a pod's specs or
+status (:mod:`.podspec`, :mod:`.status`), or stop pods when it stops itself: they outlive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import platform
+import shutil
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from kubetrain import __version__, _aio, kube
+from kubetrain.kube import resource
+from kubetrain.kube import watch as watch_
+from kubetrain.local import tasks
+from kubetrain.local.node import hosts, podspec, runtime, server, worker
+from kubetrain.local.node import settings as node_settings
+
+log = logging.getLogger(__name__)
+
+PODS: Final = resource.PODS
+NODES: Final = kube.Resource("", "v1", "nodes", namespaced=False, kind="Node")
+SERVICES: Final = kube.Resource("", "v1", "services", kind="Service")
+CONFIGMAPS: Final = resource.CONFIGMAPS
+SECRETS: Final = kube.Resource("", "v1", "secrets", kind="Secret")
+CLAIMS: Final = kube.Resource("", "v1", "persistentvolumeclaims", kind="PersistentVolumeClaim")
+VOLUMES: Final = kube.Resource(
+    "", "v1", "persistentvolumes", namespaced=False, kind="PersistentVolume"
+)
+EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
+LEASES: Final = kube.Resource("coordination.k8s.io", "v1", "leases", kind="Lease")
+LEASE_NAMESPACE: Final = "kube-node-lease"
+DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+EVENT_QUEUE: Final = 10_000
+EVENT_CACHE: Final = 4096
+MAX_MESSAGE: Final = 1024
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def micro_time(when: datetime) -> str:
+    """``metav1.MicroTime``: RFC 3339 with microseconds."""
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# -- this machine -------------------------------------------------------------------------------
+
+
+def memory_bytes(meminfo: str = "/proc/meminfo") -> int:
+    try:
+        with open(meminfo, encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 0
+
+
+async def count_gpus() -> int:
+    """GPUs ``nvidia-smi -L`` lists (one ``GPU n: ...`` line each); 0 without the tool."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "nvidia-smi",
+            "-L",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.DEVNULL,
+        )
+    except OSError:
+        return 0
+    try:
+        async with _aio.timeout(10):
+            out, _ = await process.communicate()
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        log.warning("nvidia-smi -L did not answer within 10s; reporting no GPUs")
+        return 0
+    if process.returncode != 0:
+        return 0
+    return sum(1 for line in out.decode(errors="replace").splitlines() if line.startswith("GPU "))
+
+
+def _os_image() -> str:
+    with contextlib.suppress(OSError), open("/etc/os-release", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return platform.platform()
+
+
+def _read_first(*paths: str) -> str:
+    for path in paths:
+        with contextlib.suppress(OSError), open(path, encoding="ascii") as f:
+            return f.read().strip()
+    return ""
+
+
+class Machine:
+    """What this machine offers, looked up once at start."""
+
+    def __init__(self, cpus: int, memory: int, storage: int, gpus: int) -> None:
+        self.cpus = cpus
+        self.memory = memory
+        self.storage = storage
+        self.gpus = gpus
+
+    @classmethod
+    async def probe(cls, config: node_settings.Settings) -> Machine:
+        gpus = config.gpus if config.gpus is not None else await count_gpus()
+        os.makedirs(config.root, exist_ok=True)
+        storage = (await asyncio.to_thread(shutil.disk_usage, config.root)).total
+        memory = await asyncio.to_thread(memory_bytes)
+        return cls(os.cpu_count() or 1, memory, storage, gpus)
+
+    def capacity(self, max_pods: int) -> dict[str, str]:
+        out = {
+            "cpu": str(self.cpus),
+            "memory": f"{self.memory // 1024}Ki",
+            "ephemeral-storage": f"{self.storage // 1024}Ki",
+            "pods": str(max_pods),
+        }
+        if self.gpus:
+            out[podspec.GPU] = str(self.gpus)
+        return out
+
+
+# -- GPUs ---------------------------------------------------------------------------------------
+
+
+class DeviceShortage(podspec.SpecError):
+    """Fewer free GPUs than a container needs (the scheduler should not have bound it here)."""
+
+
+class Devices:
+    """Which GPU indices each pod's containers hold, exclusively.
+
+    A container gets its devices when it first starts and keeps them across restarts while
+    its pod is here. Init containers run alone, before the app containers, so they may take
+    devices their own pod holds, and app containers those of their pod's init containers. The
+    assignment is not written anywhere of ours: a restarted agent reads it back from the specs
+    of the containers still running (:meth:`recover`)."""
+
+    def __init__(self, count: int) -> None:
+        self.ids = tuple(str(i) for i in range(count))
+        self.assigned: dict[str, dict[str, tuple[str, ...]]] = {}
+
+    def recover(self, node_runtime: runtime.Runtime) -> None:
+        """Take back what running containers hold (blocking: reads the runtime's disk)."""
+        for state in node_runtime.containers():
+            if not state.running:
+                continue
+            gpus = node_runtime.gpus(state.id)
+            if gpus:
+                held = self.assigned.setdefault(state.id.pod_uid, {})
+                held[state.id.name] = tuple(str(g) for g in gpus)
+
+    def assign(self, uid: str, pod: Mapping[str, Any], name: str) -> tuple[str, ...]:
+        """The devices of container ``name`` of pod ``uid``; chosen on its first start."""
+        wanted = {
+            str(c.get("name") or ""): podspec.gpu_limit(c) for c in podspec.all_containers(pod)
+        }
+        count = wanted.get(name, 0)
+        if not count:
+            return ()
+        held = self.assigned.setdefault(uid, {})
+        if len(held.get(name, ())) == count:
+            return held[name]
+        inits = {str(c.get("name") or "") for c in podspec.init_containers(pod)}
+        shareable = set()  # devices of this pod this container may take too
+        busy = set()
+        for owner, by_name in self.assigned.items():
+            for other, ids in by_name.items():
+                if owner == uid and (other == name or name in inits or other in inits):
+                    shareable.update(ids)
+                else:
+                    busy.update(ids)
+        free = [i for i in self.ids if i not in busy]
+        free.sort(key=lambda i: i not in shareable)  # this pod's own first
+        if len(free) < count:
+            raise DeviceShortage(
+                "UnexpectedAdmissionError",
+                "Allocate failed due to requested number of devices unavailable for "
+                f"{podspec.GPU}. Requested: {count}, Available: {len(free)}, which is unexpected",
+            )
+        held[name] = tuple(sorted(free[:count], key=int))
+        return held[name]
+
+    def release(self, uid: str) -> None:
+        self.assigned.pop(uid, None)
+
+
+# -- events -------------------------------------------------------------------------------------
+
+
+class Recorder:
+    """Writes core/v1 Events about pods as the kubelet does (source ``kubelet``, host = the
+    node), from a queue, so a pod's sync never waits on them. A repeat of the same event for
+    the same object bumps its ``count`` and ``lastTimestamp`` instead of adding another."""
+
+    def __init__(self, client: kube.Client, node: str) -> None:
+        self.client = client
+        self.node = node
+        self.queue: asyncio.Queue[tuple[dict[str, Any], str, str, str, str]] = asyncio.Queue(
+            EVENT_QUEUE
+        )
+        self._seen: collections.OrderedDict[tuple[str, ...], tuple[str, int]] = (
+            collections.OrderedDict()
+        )
+
+    def record(
+        self, pod: Mapping[str, Any], type_: str, reason: str, message: str, field_path: str = ""
+    ) -> None:
+        try:
+            self.queue.put_nowait((dict(pod), type_, reason, message, field_path))
+        except asyncio.QueueFull:
+            log.warning("event queue full; dropping %s event for a pod", reason)
+
+    async def run(self) -> None:
+        while True:
+            pod, type_, reason, message, field_path = await self.queue.get()
+            try:
+                await self._write(pod, type_, reason, message, field_path)
+            except kube.ApiError as exc:
+                log.warning("could not write event %s: %s", reason, exc)
+
+    async def _write(
+        self, pod: Mapping[str, Any], type_: str, reason: str, message: str, field_path: str
+    ) -> None:
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        message = message[:MAX_MESSAGE]
+        key = (str(meta.get("uid") or ""), field_path, type_, reason, message)
+        stamp = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        seen = self._seen.get(key)
+        if seen is not None:
+            name, count = seen
+            with contextlib.suppress(kube.NotFound):
+                await self.client.patch(
+                    EVENTS,
+                    name,
+                    {"count": count + 1, "lastTimestamp": stamp},
+                    namespace=namespace,
+                )
+                self._remember(key, (name, count + 1))
+                return
+        name = f"{meta.get('name')}.{time.time_ns():x}"
+        involved: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": meta.get("name"),
+            "namespace": namespace,
+            "uid": meta.get("uid"),
+        }
+        if field_path:
+            involved["fieldPath"] = field_path
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": {"component": "kubelet", "host": self.node},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": "kubelet",
+            "reportingInstance": self.node,
+        }
+        await self.client.create(EVENTS, body, namespace=namespace)
+        self._remember(key, (name, 1))
+
+    def _remember(self, key: tuple[str, ...], value: tuple[str, int]) -> None:
+        self._seen[key] = value
+        self._seen.move_to_end(key)
+        while len(self._seen) > EVENT_CACHE:
+            self._seen.popitem(last=False)
+
+
+# -- namespaces ---------------------------------------------------------------------------------
+
+
+class NamespaceView:
+    """The Services and pods of one namespace this node has pods in, for their hosts files."""
+
+    def __init__(self) -> None:
+        self.services: dict[str, dict[str, Any]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    def signature(self) -> tuple[Any, ...]:
+        """What the hosts files depend on; a change here rewrites them."""
+        services = sorted(
+            (name, (s.get("spec") or {}).get("type")) for name, s in self.services.items()
+        )
+        pods = sorted(
+            {
+                ((p.get("spec") or {}).get("hostname"), (p.get("spec") or {}).get("subdomain"))
+                for p in self.pods.values()
+                if (p.get("spec") or {}).get("hostname") and (p.get("spec") or {}).get("subdomain")
+            }
+        )
+        return (tuple(services), tuple(pods))
+
+
+def _names_of(plural: str, obj: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """What one Service or pod adds to its namespace's hosts files."""
+    if obj is None:
+        return None
+    spec = obj.get("spec") or {}
+    if plural == "services":
+        return ("service", _name(obj), spec.get("type"))
+    if spec.get("hostname") and spec.get("subdomain"):
+        return ("pod", spec["hostname"], spec["subdomain"])
+    return None
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+# -- the agent ----------------------------------------------------------------------------------
+
+
+class Agent:
+    """One node agent. :meth:`run` is its whole life; the rest is what workers and the
+    server ask of it."""
+
+    def __init__(
+        self,
+        client: kube.Client,
+        config: node_settings.Settings,
+        node_runtime: runtime.Runtime | None = None,
+    ) -> None:
+        self.client = client
+        self.settings = config
+        self.name = config.node_name
+        self._own_runtime = node_runtime is None
+        self.runtime = node_runtime or runtime.Runtime(runtime_settings(config, None))
+        self.recorder = Recorder(client, self.name)
+        self.devices = Devices(0)
+        self.host = podspec.Host(self.name, config.address)
+        self.machine: Machine | None = None
+        self.port = 0
+        self.node_uid = ""
+        self._pods: dict[str, dict[str, Any]] = {}  # uid → the latest Pod bound here
+        self._by_name: dict[tuple[str, str], str] = {}
+        self._workers: dict[str, worker.Worker] = {}
+        self._done: set[str] = set()  # uids whose worker has finished for good
+        self._views: dict[str, NamespaceView] = {}
+        self._tasks: tasks.Tasks | None = None
+        self._listed = asyncio.Event()
+        self._ready_since = ""
+
+    # -- what workers and the server ask -----------------------------------------------------
+
+    @staticmethod
+    def now() -> datetime:
+        return now()
+
+    def pod(self, uid: str) -> dict[str, Any] | None:
+        return self._pods.get(uid)
+
+    def pod_by_name(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The pod, with the status its worker last wrote (the watch may lag behind it)."""
+        uid = self._by_name.get((namespace, name))
+        pod = self._pods.get(uid) if uid else None
+        known = self._workers.get(uid) if uid else None
+        if pod is None or known is None:
+            return pod
+        return {**pod, "status": known.current_status(pod)}
+
+    def hosts_text(self, pod: Mapping[str, Any]) -> str:
+        """The pod's /etc/hosts. Without isolation the runtime can give a pod no file of its
+        own: then "" (the host's) unless its namespace has names to resolve, in which case
+        the runtime refuses the pod and says why."""
+        view = self._views.get(_namespace(pod))
+        if self.runtime.isolation == "none" and (view is None or view.signature() == ((), ())):
+            return ""
+        services = view.services.values() if view else ()
+        pods = view.pods.values() if view else ()
+        return hosts.hosts_file(
+            pod, services, pods, self.settings.address, self.settings.cluster_domain
+        )
+
+    async def fetch_sources(self, namespace: str, needs: podspec.Needs) -> podspec.Sources:
+        """The ConfigMaps, Secrets and claims (with their PersistentVolumes) a pod refers to;
+        one not found is None."""
+
+        async def get(r: kube.Resource, name: str, ns: str | None) -> dict[str, Any] | None:
+            try:
+                return await self.client.get(r, name, namespace=ns)
+            except kube.NotFound:
+                return None
+
+        configmaps = sorted(needs.configmaps)
+        secrets = sorted(needs.secrets)
+        claims = sorted(needs.claims)
+        found = await asyncio.gather(
+            *(get(CONFIGMAPS, n, namespace) for n in configmaps),
+            *(get(SECRETS, n, namespace) for n in secrets),
+            *(get(CLAIMS, n, namespace) for n in claims),
+        )
+        cm = dict(zip(configmaps, found[: len(configmaps)], strict=True))
+        sec = dict(
+            zip(secrets, found[len(configmaps) : len(configmaps) + len(secrets)], strict=True)
+        )
+        cl = dict(zip(claims, found[len(configmaps) + len(secrets) :], strict=True))
+        pv_names = sorted(
+            {
+                str((c.get("spec") or {}).get("volumeName"))
+                for c in cl.values()
+                if c is not None and (c.get("spec") or {}).get("volumeName")
+            }
+        )
+        pvs = await asyncio.gather(*(get(VOLUMES, n, None) for n in pv_names))
+        return podspec.Sources(cm, sec, cl, dict(zip(pv_names, pvs, strict=True)))
+
+    # -- life -----------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Register, serve, and run pods until cancelled. Pods keep running afterwards."""
+        config = self.settings
+        self.machine = await Machine.probe(config)
+        self.devices = Devices(self.machine.gpus)
+        if self._own_runtime:  # the runtime gives out the GPUs counted here, no others
+            self.runtime = runtime.Runtime(runtime_settings(config, self.devices.ids))
+        isolation = await asyncio.to_thread(lambda: self.runtime.isolation)
+        await asyncio.to_thread(self.devices.recover, self.runtime)
+        capacity = self.machine.capacity(config.max_pods)
+        self.host = podspec.Host(
+            self.name,
+            config.address,
+            allocatable=capacity,
+            base_env=config.environment or (("PATH", DEFAULT_PATH),),
+        )
+        endpoint = server.NodeServer(self.runtime, self, token=config.token)
+        context = await asyncio.to_thread(server.tls_context, config, self.name)
+        self.port = await endpoint.start(config.address, config.port, context)
+        try:
+            await self._register_until_done(capacity)
+            log.info(
+                "node %s ready: %s cpu, %s memory, %s GPUs; serving on %s:%s (isolation %s)",
+                self.name,
+                capacity["cpu"],
+                capacity["memory"],
+                self.machine.gpus,
+                config.address,
+                self.port,
+                isolation,
+            )
+            async with _aio.TaskGroup() as group:
+                self._tasks = tasks.Tasks(group)
+                group.create_task(self._guard("lease", self._lease_loop()), name="node lease")
+                group.create_task(
+                    self._guard("node status", self._status_loop()), name="node status"
+                )
+                group.create_task(self._guard("events", self.recorder.run()), name="node events")
+                group.create_task(self._guard("pods", self._watch_pods()), name="node pods")
+                group.create_task(self._adopt(), name="node adoption")  # once, after the list
+        finally:
+            self._tasks = None
+            await endpoint.close()
+
+    async def _guard(self, what: str, body: Awaitable[None]) -> None:
+        try:
+            await body
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("node agent: %s failed", what)
+            raise
+        log.warning("node agent: %s exited though it should run until stopped", what)
+
+    # -- the Node and its Lease -----------------------------------------------------------------
+
+    def node_labels(self) -> dict[str, str]:
+        arch = node_settings.architecture(platform.machine())
+        system = node_settings.operating_system()
+        return {
+            "kubernetes.io/hostname": self.name,
+            "kubernetes.io/os": system,
+            "kubernetes.io/arch": arch,
+            "beta.kubernetes.io/os": system,
+            "beta.kubernetes.io/arch": arch,
+            "node.kubetrain.io/local": "true",
+            **dict(self.settings.labels),
+        }
+
+    def node_status(self, capacity: Mapping[str, str], transition: str) -> dict[str, Any]:
+        stamp = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        def condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
+            return {
+                "type": kind,
+                "status": "True" if ok else "False",
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": transition or stamp,
+            }
+
+        return {
+            "capacity": dict(capacity),
+            "allocatable": dict(capacity),
+            "conditions": [
+                condition(
+                    "MemoryPressure",
+                    False,
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available",
+                ),
+                condition(
+                    "DiskPressure",
+                    False,
+                    "KubeletHasNoDiskPressure",
+                    "kubelet has no disk pressure",
+                ),
+                condition(
+                    "PIDPressure",
+                    False,
+                    "KubeletHasSufficientPID",
+                    "kubelet has sufficient PID available",
+                ),
+                condition("Ready", True, "KubeletReady", "kubelet is posting ready status"),
+            ],
+            "addresses": [
+                {"type": "InternalIP", "address": self.settings.address},
+                {"type": "Hostname", "address": self.name},
+            ],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
+            "nodeInfo": {
+                "machineID": _read_first("/etc/machine-id", "/var/lib/dbus/machine-id"),
+                "systemUUID": _read_first("/sys/class/dmi/id/product_uuid"),
+                "bootID": _read_first("/proc/sys/kernel/random/boot_id"),
+                "kernelVersion": platform.release(),
+                "osImage": _os_image(),
+                "containerRuntimeVersion": f"kubetrain://{__version__}",
+                "kubeletVersion": self.settings.kubelet_version,
+                "kubeProxyVersion": "",
+                "operatingSystem": node_settings.operating_system(),
+                "architecture": node_settings.architecture(platform.machine()),
+            },
+        }
+
+    async def register(self, capacity: Mapping[str, str]) -> None:
+        """Create the Node (or take over the one of that name) and post its status."""
+        labels = self.node_labels()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": self.name, "labels": labels},
+        }
+        try:
+            node = await self.client.create(NODES, body)
+        except kube.AlreadyExists:
+            node = await self.client.patch(NODES, self.name, {"metadata": {"labels": labels}})
+        self.node_uid = str((node.get("metadata") or {}).get("uid") or "")
+        old = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
+        ready = old.get("Ready") or {}
+        self._ready_since = (
+            str(ready.get("lastTransitionTime") or "") if ready.get("status") == "True" else ""
+        )
+        status = await asyncio.to_thread(self.node_status, capacity, self._ready_since)
+        self._ready_since = status["conditions"][-1]["lastTransitionTime"]
+        await self.client.patch(NODES, self.name, {"status": status}, subresource="status")
+
+    async def _register_until_done(self, capacity: Mapping[str, str]) -> None:
+        """Register, waiting out an API server that is not up (yet): a node may start first."""
+        delay = self.settings.retry_initial
+        while True:
+            try:
+                await self.register(capacity)
+                return
+            except (kube.Unavailable, kube.ServerError, kube.TooManyRequests) as exc:
+                log.warning(
+                    "node %s: cannot register yet: %s; retrying in %.1fs", self.name, exc, delay
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.settings.retry_max)
+
+    async def _status_loop(self) -> None:
+        """Keep the Ready condition's heartbeat fresh (and the rest of the status true)."""
+        assert self.machine is not None
+        capacity = self.machine.capacity(self.settings.max_pods)
+        while True:
+            await asyncio.sleep(self.settings.status_interval)
+            try:
+                status = await asyncio.to_thread(self.node_status, capacity, self._ready_since)
+                await self.client.patch(NODES, self.name, {"status": status}, subresource="status")
+            except kube.NotFound:
+                log.warning("node %s was deleted; registering it again", self.name)
+                with contextlib.suppress(kube.ApiError):
+                    await self.register(capacity)
+            except kube.ApiError as exc:
+                log.warning("node %s: status update failed: %s", self.name, exc)
+
+    async def _lease_loop(self) -> None:
+        while True:
+            try:
+                await self.renew_lease()
+            except kube.ApiError as exc:
+                log.warning("node %s: lease renewal failed: %s", self.name, exc)
+            await asyncio.sleep(self.settings.lease_renew)
+
+    async def renew_lease(self) -> None:
+        spec = {
+            "holderIdentity": self.name,
+            "leaseDurationSeconds": self.settings.lease_duration,
+            "renewTime": micro_time(now()),
+        }
+        try:
+            lease = await self.client.get(LEASES, self.name, namespace=LEASE_NAMESPACE)
+        except kube.NotFound:
+            meta: dict[str, Any] = {"name": self.name, "namespace": LEASE_NAMESPACE}
+            if self.node_uid:
+                meta["ownerReferences"] = [
+                    {"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": self.node_uid}
+                ]
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta}
+            await self.client.create(LEASES, {**body, "spec": spec}, namespace=LEASE_NAMESPACE)
+            return
+        lease["spec"] = {**(lease.get("spec") or {}), **spec}
+        await self.client.replace(LEASES, lease, namespace=LEASE_NAMESPACE)
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    async def _watch_pods(self) -> None:
+        stream = self.client.watch(
+            PODS, field_selector=f"spec.nodeName={self.name}", settings=self.settings.watch
+        )
+        async for event in stream:
+            if event.type == watch_.SYNC:
+                listed = {
+                    _uid(p): p for p in event.object.get("items") or [] if isinstance(p, dict)
+                }
+                for uid in [u for u in self._pods if u not in listed]:
+                    self._forget(uid)
+                for pod in listed.values():
+                    self._observe(pod)
+                self._listed.set()
+            elif event.type in (watch_.ADDED, watch_.MODIFIED):
+                self._observe(event.object)
+            elif event.type == watch_.DELETED:
+                self._forget(_uid(event.object))
+
+    async def _adopt(self) -> None:
+        """After the first list: pods on disk that are no longer bound here are removed (their
+        workers find no Pod); the others were adopted by their workers."""
+        await self._listed.wait()
+        on_disk = await asyncio.to_thread(self.runtime.pods)
+        for uid in on_disk:
+            if uid not in self._pods and uid not in self._workers:
+                log.info("pod %s on disk is no longer bound to this node; removing it", uid)
+                self._spawn(uid, f"pod {uid} (gone)")
+
+    def _observe(self, pod: dict[str, Any]) -> None:
+        uid = _uid(pod)
+        if not uid or uid in self._done:
+            return
+        if (pod.get("spec") or {}).get("nodeName") != self.name:
+            self._forget(uid)
+            return
+        self._pods[uid] = pod
+        namespace = _namespace(pod)
+        self._by_name[(namespace, _name(pod))] = uid
+        self._ensure_view(namespace)
+        known = self._workers.get(uid)
+        if known is not None:
+            known.poke()
+        else:
+            self._spawn(uid, f"pod {namespace}/{_name(pod)}")
+
+    def _forget(self, uid: str) -> None:
+        self._done.discard(uid)  # a deleted pod's uid never comes back
+        pod = self._pods.pop(uid, None)
+        if pod is not None:
+            key = (_namespace(pod), _name(pod))
+            if self._by_name.get(key) == uid:
+                del self._by_name[key]
+        known = self._workers.get(uid)
+        if known is not None:
+            known.poke()
+
+    def _spawn(self, uid: str, name: str) -> None:
+        assert self._tasks is not None
+        pod_worker = worker.Worker(self, uid)
+        self._workers[uid] = pod_worker
+        task = self._tasks.spawn(pod_worker.run(), name=name)
+        task.add_done_callback(lambda _t, uid=uid: self._finished(uid))
+
+    def _finished(self, uid: str) -> None:
+        self._workers.pop(uid, None)
+        self._done.add(uid)
+        self._drop_unused_views()
+
+    # -- namespace views ----------------------------------------------------------------------
+
+    def _ensure_view(self, namespace: str) -> None:
+        if namespace in self._views or self._tasks is None:
+            return
+        view = NamespaceView()
+        self._views[namespace] = view
+        view.task = self._tasks.spawn(self._watch_namespace(namespace, view), f"names {namespace}")
+
+    def _drop_unused_views(self) -> None:
+        used = {_namespace(p) for p in self._pods.values()}
+        for namespace in [n for n in self._views if n not in used]:
+            view = self._views.pop(namespace)
+            if view.task is not None:
+                view.task.cancel()
+
+    async def _watch_namespace(self, namespace: str, view: NamespaceView) -> None:
+        """Follow the namespace's Services and pods until cancelled."""
+        async with _aio.TaskGroup() as group:
+            group.create_task(self._follow(namespace, SERVICES, view.services, view))
+            group.create_task(self._follow(namespace, PODS, view.pods, view))
+
+    async def _follow(
+        self,
+        namespace: str,
+        r: kube.Resource,
+        objects: dict[str, dict[str, Any]],
+        view: NamespaceView,
+    ) -> None:
+        """One watch of the view. One that cannot be had (say, no RBAC for it on a cluster)
+        is retried, never fatal to the agent: the pods then resolve fewer names."""
+        while True:
+            try:
+                stream = self.client.watch(r, namespace=namespace, settings=self.settings.watch)
+                async for event in stream:
+                    self._apply(namespace, r, event, objects, view)
+            except kube.ApiError as exc:
+                log.warning(
+                    "names of namespace %s: watching %s failed: %s; trying again in %.0fs",
+                    namespace,
+                    r.plural,
+                    exc,
+                    self.settings.retry_max,
+                )
+            await asyncio.sleep(self.settings.retry_max)
+
+    def _apply(
+        self,
+        namespace: str,
+        r: kube.Resource,
+        event: watch_.Event,
+        objects: dict[str, dict[str, Any]],
+        view: NamespaceView,
+    ) -> None:
+        if event.type == watch_.SYNC:
+            before = view.signature()
+            objects.clear()
+            for item in event.object.get("items") or []:
+                objects[_name(item)] = item
+            changed = view.signature() != before
+        else:
+            name = _name(event.object)
+            old = objects.get(name)
+            if event.type == watch_.DELETED:
+                objects.pop(name, None)
+                new = None
+            else:
+                objects[name] = new = event.object
+            changed = _names_of(r.plural, old) != _names_of(r.plural, new)
+        if changed:
+            for uid, pod in list(self._pods.items()):
+                if _namespace(pod) == namespace and uid in self._workers:
+                    self._workers[uid].poke()
+
+
+def runtime_settings(
+    config: node_settings.Settings, gpus: Sequence[str] | None
+) -> runtime.Settings:
+    options: dict[str, Any] = {"isolation": config.isolation, "node_gpus": gpus}
+    if config.path_prefix is not None:
+        options["path_prefix"] = tuple(config.path_prefix)
+    if config.log_max_bytes is not None:
+        options["log_max_bytes"] = config.log_max_bytes
+    return runtime.Settings(root=config.root, **options)
+
+
+async def run(client: kube.Client, settings: node_settings.Settings) -> None:
+    """Run a node agent until cancelled; its pods keep running after it stops."""
+    await Agent(client, settings).run()

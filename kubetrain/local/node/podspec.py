@@ -1,0 +1,655 @@
+"""A Pod and the objects it refers to, turned into the runtime's fully resolved specs.
+
+What a container runtime gets from the kubelet, computed the kubelet's way
+(``pkg/kubelet/kubelet_pods.go``): the environment (``envFrom`` with prefixes, ``env`` values
+with ``$(VAR)`` expansion, ``valueFrom`` ConfigMap and Secret keys with ``optional``, the
+downward API's ``fieldRef`` and ``resourceFieldRef``), the command and args expanded against
+that environment (``third_party/forked/golang/expansion``), volumes and their mounts
+(emptyDir, hostPath, PersistentVolumeClaim via its hostPath PersistentVolume, configMap,
+secret, downwardAPI, projected), the memory limit and the GPUs given to it.
+
+Owns: those rules and the exact error messages the kubelet reports when a reference cannot be
+resolved. Must not: do I/O (the agent fetches the objects named by :func:`needs` and passes
+them in), choose GPUs (the agent assigns them), or know how the runtime runs anything.
+
+The one rule of our own: images are not pulled, so a container must say its ``command``;
+without one the pod fails (:class:`NoCommand`) with a message that says so.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Final
+
+from kubetrain import api
+from kubetrain.errors import KubetrainError
+from kubetrain.local.apiserver import gofmt
+from kubetrain.local.node import runtime
+
+GPU: Final = "nvidia.com/gpu"
+DEFAULT_MODE: Final = 0o644  # the API server's defaultMode (420)
+CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
+FAILED_MOUNT: Final = "FailedMount"
+NO_COMMAND: Final = "NoCommand"
+MAX_HOSTNAME: Final = 63
+_ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_SUBSCRIPT = re.compile(r"^(metadata\.(?:labels|annotations))\['(.*)'\]$")
+
+Obj = Mapping[str, Any]
+
+
+class SpecError(KubetrainError):
+    """A pod's spec cannot be turned into runtime specs yet. ``reason`` is what the kubelet
+    reports: ``CreateContainerConfigError`` (a container's waiting reason; retried, since the
+    object may appear) or ``FailedMount`` (an event; the pod stays ContainerCreating)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+class NoCommand(SpecError):
+    """A container without ``command``: nothing to run, since no image is pulled. Final."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(NO_COMMAND, message)
+
+
+# -- $(VAR) expansion -----------------------------------------------------------------------
+
+
+def mapping_for(*contexts: Mapping[str, str]) -> Callable[[str], str]:
+    """kube's ``MappingFuncFor``: the first context that has the name wins; an unknown name
+    stays as it was written, ``$(NAME)``."""
+
+    def mapping(name: str) -> str:
+        for context in contexts:
+            if name in context:
+                return context[name]
+        return f"$({name})"
+
+    return mapping
+
+
+def expand(text: str, mapping: Callable[[str], str]) -> str:
+    """kube's ``expansion.Expand``: ``$(NAME)`` is replaced, ``$$`` is a literal ``$``, and
+    anything else (``$x``, an unclosed ``$(``) is left as written."""
+    out: list[str] = []
+    checkpoint = 0
+    cursor = 0
+    while cursor < len(text):
+        if text[cursor] == "$" and cursor + 1 < len(text):
+            out.append(text[checkpoint:cursor])
+            read, is_var, advance = _read_variable(text, cursor + 1)
+            out.append(mapping(read) if is_var else read)
+            cursor += advance
+            checkpoint = cursor + 1
+        cursor += 1
+    out.append(text[checkpoint:])
+    return "".join(out)
+
+
+def _read_variable(text: str, start: int) -> tuple[str, bool, int]:
+    first = text[start]
+    if first == "$":  # escaped operator
+        return "$", False, 1
+    if first == "(":
+        end = text.find(")", start + 1)
+        if end >= 0:
+            return text[start + 1 : end], True, end - start + 1
+        return "$(", False, 1  # incomplete reference
+    return "$" + first, False, 1
+
+
+# -- what the agent must fetch ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Needs:
+    """Names of the objects in the pod's namespace its spec refers to."""
+
+    configmaps: frozenset[str] = frozenset()
+    secrets: frozenset[str] = frozenset()
+    claims: frozenset[str] = frozenset()
+
+
+def needs(pod: Obj) -> Needs:
+    configmaps: set[str] = set()
+    secrets: set[str] = set()
+    claims: set[str] = set()
+    for c in all_containers(pod):
+        for source in c.get("envFrom") or []:
+            _add_ref(configmaps, source.get("configMapRef"))
+            _add_ref(secrets, source.get("secretRef"))
+        for env in c.get("env") or []:
+            value_from = env.get("valueFrom") or {}
+            _add_ref(configmaps, value_from.get("configMapKeyRef"))
+            _add_ref(secrets, value_from.get("secretKeyRef"))
+    for volume in spec_of(pod).get("volumes") or []:
+        _add_ref(configmaps, volume.get("configMap"))
+        _add_ref(secrets, volume.get("secret"), key="secretName")
+        claim = volume.get("persistentVolumeClaim") or {}
+        if claim.get("claimName"):
+            claims.add(str(claim["claimName"]))
+        for source in (volume.get("projected") or {}).get("sources") or []:
+            _add_ref(configmaps, source.get("configMap"))
+            _add_ref(secrets, source.get("secret"))
+    return Needs(frozenset(configmaps), frozenset(secrets), frozenset(claims))
+
+
+def _add_ref(names: set[str], ref: Any, key: str = "name") -> None:
+    if isinstance(ref, Mapping) and ref.get(key):
+        names.add(str(ref[key]))
+
+
+@dataclass(frozen=True)
+class Sources:
+    """The fetched objects :func:`needs` named, by name; a name mapped to None (or absent)
+    was not found. ``volumes`` are PersistentVolumes by name (the claims' ``volumeName``)."""
+
+    configmaps: Mapping[str, Obj | None] = field(default_factory=dict)
+    secrets: Mapping[str, Obj | None] = field(default_factory=dict)
+    claims: Mapping[str, Obj | None] = field(default_factory=dict)
+    volumes: Mapping[str, Obj | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Host:
+    """What the node contributes: its name and address (every pod's IP: all share the host
+    network), its allocatable resources (a container's limit where it sets none, as the
+    downward API reports it), and the environment an image would have given
+    (``PATH``...; the pod's own ``env`` overrides it)."""
+
+    name: str
+    address: str
+    allocatable: Mapping[str, Any] = field(default_factory=dict)
+    base_env: tuple[tuple[str, str], ...] = ()
+
+
+# -- the pod ----------------------------------------------------------------------------------
+
+
+def spec_of(pod: Obj) -> Obj:
+    spec = pod.get("spec")
+    return spec if isinstance(spec, Mapping) else {}
+
+
+def meta_of(pod: Obj) -> Obj:
+    meta = pod.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def init_containers(pod: Obj) -> list[Obj]:
+    return [c for c in spec_of(pod).get("initContainers") or [] if isinstance(c, Mapping)]
+
+
+def app_containers(pod: Obj) -> list[Obj]:
+    return [c for c in spec_of(pod).get("containers") or [] if isinstance(c, Mapping)]
+
+
+def all_containers(pod: Obj) -> list[Obj]:
+    return init_containers(pod) + app_containers(pod)
+
+
+def hostname(pod: Obj) -> str:
+    """``spec.hostname``, else the pod's name cut to a DNS label (the kubelet's
+    ``GeneratePodHostNameAndDomain``)."""
+    given = spec_of(pod).get("hostname")
+    name = str(given or meta_of(pod).get("name") or "")
+    return name[:MAX_HOSTNAME].rstrip("-.")
+
+
+def gpu_limit(container: Obj) -> int:
+    """Whole ``nvidia.com/gpu`` the container asks for (an extended resource: limits, or
+    requests when only they are given)."""
+    resources = container.get("resources") or {}
+    for section in ("limits", "requests"):
+        amounts = resources.get(section) or {}
+        if GPU in amounts:
+            try:
+                return max(0, math.ceil(api.parse_quantity(amounts[GPU])))
+            except ValueError:
+                return 0
+    return 0
+
+
+def memory_limit(container: Obj) -> int | None:
+    """The memory limit in bytes (``Quantity.Value()``, rounded up), or None."""
+    limits = (container.get("resources") or {}).get("limits") or {}
+    if "memory" not in limits:
+        return None
+    try:
+        return math.ceil(api.parse_quantity(limits["memory"]))
+    except ValueError:
+        return None
+
+
+def _where(pod: Obj) -> str:
+    meta = meta_of(pod)
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+# -- the sandbox --------------------------------------------------------------------------------
+
+
+def sandbox(pod: Obj, sources: Sources, host: Host, hosts: str) -> runtime.Sandbox:
+    """The pod's sandbox: its name, hostname, /etc/hosts text and volumes. Raises
+    :class:`SpecError` (``FailedMount``) naming the volume that cannot be set up."""
+    meta = meta_of(pod)
+    volumes = tuple(_volume(pod, v, sources, host) for v in spec_of(pod).get("volumes") or [])
+    return runtime.Sandbox(
+        uid=str(meta.get("uid") or ""),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        hostname=hostname(pod),
+        hosts=hosts,
+        volumes=volumes,
+    )
+
+
+def _mount_failed(volume: str, problem: str) -> SpecError:
+    return SpecError(FAILED_MOUNT, f'MountVolume.SetUp failed for volume "{volume}" : {problem}')
+
+
+def _volume(pod: Obj, volume: Obj, sources: Sources, host: Host) -> runtime.Volume:
+    name = str(volume.get("name") or "")
+    if "emptyDir" in volume:
+        return runtime.Volume(name, "empty")
+    if isinstance(volume.get("hostPath"), Mapping):
+        return runtime.Volume(name, "host", host_path=str(volume["hostPath"].get("path") or ""))
+    if isinstance(volume.get("persistentVolumeClaim"), Mapping):
+        return runtime.Volume(name, "host", host_path=_claim_path(volume, sources))
+    files: list[runtime.File] = []
+    if isinstance(volume.get("configMap"), Mapping):
+        source = volume["configMap"]
+        files += _object_files(name, "configmap", source, sources.configmaps, _mode(source))
+    elif isinstance(volume.get("secret"), Mapping):
+        source = {**volume["secret"], "name": volume["secret"].get("secretName")}
+        files += _object_files(name, "secret", source, sources.secrets, _mode(source))
+    elif isinstance(volume.get("downwardAPI"), Mapping):
+        source = volume["downwardAPI"]
+        files += _downward_files(pod, name, source.get("items") or [], _mode(source), host)
+    elif isinstance(volume.get("projected"), Mapping):
+        projected = volume["projected"]
+        mode = _mode(projected)
+        for part in projected.get("sources") or []:
+            if isinstance(part.get("configMap"), Mapping):
+                files += _object_files(
+                    name, "configmap", part["configMap"], sources.configmaps, mode
+                )
+            elif isinstance(part.get("secret"), Mapping):
+                files += _object_files(name, "secret", part["secret"], sources.secrets, mode)
+            elif isinstance(part.get("downwardAPI"), Mapping):
+                items = part["downwardAPI"].get("items") or []
+                files += _downward_files(pod, name, items, mode, host)
+            else:
+                kinds = ", ".join(sorted(part)) or "an empty source"
+                raise _mount_failed(
+                    name,
+                    f"projected source {kinds} is not supported on this node; accepted: "
+                    "configMap, secret, downwardAPI",
+                )
+    else:
+        kinds = ", ".join(sorted(k for k in volume if k != "name")) or "no source"
+        raise _mount_failed(
+            name,
+            f"volume type {kinds} is not supported on this node; accepted: emptyDir, hostPath, "
+            "persistentVolumeClaim, configMap, secret, downwardAPI, projected",
+        )
+    return runtime.Volume(name, "files", files=tuple(files))
+
+
+def _mode(source: Obj) -> int:
+    mode = source.get("defaultMode")
+    return mode if isinstance(mode, int) and not isinstance(mode, bool) else DEFAULT_MODE
+
+
+def _claim_path(volume: Obj, sources: Sources) -> str:
+    name = str(volume.get("name") or "")
+    claim_name = str(volume["persistentVolumeClaim"].get("claimName") or "")
+    claim = sources.claims.get(claim_name)
+    if claim is None:
+        raise _mount_failed(name, f'persistentvolumeclaim "{claim_name}" not found')
+    pv_name = str((claim.get("spec") or {}).get("volumeName") or "")
+    if not pv_name:
+        raise _mount_failed(name, f'persistentvolumeclaim "{claim_name}" is not bound')
+    pv = sources.volumes.get(pv_name)
+    if pv is None:
+        raise _mount_failed(name, f'persistentvolume "{pv_name}" not found')
+    pv_spec = pv.get("spec") or {}
+    for kind in ("hostPath", "local"):
+        path = (pv_spec.get(kind) or {}).get("path")
+        if path:
+            return str(path)
+    raise _mount_failed(
+        name,
+        f'PersistentVolume {pv_name} (bound to claim "{claim_name}") has no path on this node; '
+        "accepted: spec.hostPath.path or spec.local.path",
+    )
+
+
+def _object_files(
+    volume: str,
+    kind: str,  # "configmap" or "secret"
+    source: Obj,
+    objects: Mapping[str, Obj | None],
+    default_mode: int,
+) -> list[runtime.File]:
+    name = str(source.get("name") or "")
+    obj = objects.get(name)
+    optional = bool(source.get("optional"))
+    if obj is None:
+        if optional:
+            return []
+        raise _mount_failed(volume, f'{kind} "{name}" not found')
+    data = _object_data(obj, kind)
+    items = source.get("items") or []
+    if not items:
+        return [runtime.File(key, value, default_mode) for key, value in sorted(data.items())]
+    files = []
+    for item in items:
+        key = str(item.get("key") or "")
+        if key not in data:
+            if optional:
+                continue
+            what = "configmap" if kind == "configmap" else "secret"
+            raise _mount_failed(volume, f"{what} references non-existent config key: {key}")
+        mode = item.get("mode")
+        mode = mode if isinstance(mode, int) and not isinstance(mode, bool) else default_mode
+        files.append(runtime.File(str(item.get("path") or key), data[key], mode))
+    return files
+
+
+def _object_data(obj: Obj, kind: str) -> dict[str, bytes]:
+    """A ConfigMap's ``data`` and ``binaryData``, or a Secret's ``data``, as bytes."""
+    out: dict[str, bytes] = {}
+    if kind == "configmap":
+        for key, value in (obj.get("data") or {}).items():
+            out[str(key)] = str(value).encode()
+        for key, value in (obj.get("binaryData") or {}).items():
+            out[str(key)] = _b64(value)
+    else:
+        for key, value in (obj.get("data") or {}).items():
+            out[str(key)] = _b64(value)
+        for key, value in (obj.get("stringData") or {}).items():
+            out[str(key)] = str(value).encode()
+    return out
+
+
+def _b64(value: Any) -> bytes:
+    try:
+        return base64.b64decode(str(value or ""), validate=False)
+    except (binascii.Error, ValueError):
+        return b""
+
+
+def _downward_files(
+    pod: Obj, volume: str, items: Sequence[Obj], default_mode: int, host: Host
+) -> list[runtime.File]:
+    files = []
+    for item in items:
+        path = str(item.get("path") or "")
+        mode = item.get("mode")
+        mode = mode if isinstance(mode, int) and not isinstance(mode, bool) else default_mode
+        try:
+            if isinstance(item.get("fieldRef"), Mapping):
+                value = _volume_field(pod, str(item["fieldRef"].get("fieldPath") or ""))
+            elif isinstance(item.get("resourceFieldRef"), Mapping):
+                ref = item["resourceFieldRef"]
+                target = _container_named(pod, str(ref.get("containerName") or ""))
+                value = resource_value(ref, target, host)
+            else:
+                raise SpecError(FAILED_MOUNT, "an item has neither fieldRef nor resourceFieldRef")
+        except SpecError as exc:
+            raise _mount_failed(volume, exc.message) from exc
+        files.append(runtime.File(path, value.encode(), mode))
+    return files
+
+
+def _volume_field(pod: Obj, path: str) -> str:
+    meta = meta_of(pod)
+    if path == "metadata.labels":
+        return format_map(meta.get("labels") or {})
+    if path == "metadata.annotations":
+        return format_map(meta.get("annotations") or {})
+    return field_value(pod, path, Host("", ""))
+
+
+def format_map(values: Mapping[str, Any]) -> str:
+    """The kubelet's ``fieldpath.FormatMap``: ``key="value"`` lines sorted by key, the value
+    quoted as Go's ``%q``, no newline at the end."""
+    return "\n".join(f"{k}={gofmt.go_quote(str(values[k]))}" for k in sorted(values))
+
+
+def _container_named(pod: Obj, name: str) -> Obj:
+    for c in all_containers(pod):
+        if c.get("name") == name:
+            return c
+    raise SpecError(CREATE_CONFIG_ERROR, f"container {name!r} not found in the pod")
+
+
+# -- the downward API ---------------------------------------------------------------------------
+
+
+def field_value(pod: Obj, path: str, host: Host) -> str:
+    """A ``fieldRef``'s value (``podFieldSelectorRuntimeValue`` and
+    ``fieldpath.ExtractFieldPathAsString``). The pod's IPs are the node's address."""
+    meta = meta_of(pod)
+    spec = spec_of(pod)
+    match = _SUBSCRIPT.match(path)
+    if match:
+        which = "labels" if match[1] == "metadata.labels" else "annotations"
+        return str((meta.get(which) or {}).get(match[2], ""))
+    simple: dict[str, Any] = {
+        "metadata.name": meta.get("name"),
+        "metadata.namespace": meta.get("namespace"),
+        "metadata.uid": meta.get("uid"),
+        "spec.nodeName": spec.get("nodeName") or host.name,
+        "spec.serviceAccountName": spec.get("serviceAccountName"),
+        "status.hostIP": host.address,
+        "status.hostIPs": host.address,
+        "status.podIP": host.address,
+        "status.podIPs": host.address,
+    }
+    if path in simple:
+        return str(simple[path] or "")
+    raise SpecError(CREATE_CONFIG_ERROR, f"unsupported fieldPath: {path}")
+
+
+def resource_value(ref: Obj, container: Obj, host: Host) -> str:
+    """A ``resourceFieldRef``'s value: ``limits.*`` or ``requests.*`` divided by the divisor
+    and rounded up; a limit the container does not set is the node's allocatable amount."""
+    resource = str(ref.get("resource") or "")
+    section, _, name = resource.partition(".")
+    if section not in ("limits", "requests") or name not in ("cpu", "memory", "ephemeral-storage"):
+        raise SpecError(CREATE_CONFIG_ERROR, f"unsupported container resource : {resource!r}")
+    amounts = (container.get("resources") or {}).get(section) or {}
+    raw = amounts.get(name)
+    if raw is None and section == "limits":
+        raw = host.allocatable.get(name)
+    try:
+        amount = api.parse_quantity(raw) if raw is not None else Fraction(0)
+        divisor = api.parse_quantity(ref.get("divisor") or "1")
+    except ValueError as exc:
+        raise SpecError(CREATE_CONFIG_ERROR, f"invalid quantity in {resource}: {exc}") from exc
+    if name == "cpu":
+        over = math.ceil(amount * 1000)
+        under = math.ceil(divisor * 1000)
+    else:
+        over = math.ceil(amount)
+        under = math.ceil(divisor)
+    if under <= 0:
+        raise SpecError(CREATE_CONFIG_ERROR, f"invalid divisor for {resource}: must be positive")
+    return str(math.ceil(over / under))
+
+
+# -- containers ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Environment:
+    """A container's environment, and the ``envFrom`` keys skipped as invalid names (the
+    kubelet reports them in an event)."""
+
+    env: tuple[tuple[str, str], ...]
+    skipped: tuple[str, ...] = ()
+
+
+def environment(pod: Obj, container: Obj, sources: Sources, host: Host) -> Environment:
+    """The kubelet's ``makeEnvironmentVariables`` (without Service links): ``envFrom`` first,
+    then ``env`` in order, each value expanded against what is defined before it."""
+    namespace = str(meta_of(pod).get("namespace") or "")
+    env: dict[str, str] = {}
+    skipped: list[str] = []
+    for source in container.get("envFrom") or []:
+        prefix = str(source.get("prefix") or "")
+        for kind, key in (("ConfigMap", "configMapRef"), ("Secret", "secretRef")):
+            ref = source.get(key)
+            if not isinstance(ref, Mapping):
+                continue
+            name = str(ref.get("name") or "")
+            objects = sources.configmaps if kind == "ConfigMap" else sources.secrets
+            obj = objects.get(name)
+            if obj is None:
+                if ref.get("optional"):
+                    continue
+                raise SpecError(CREATE_CONFIG_ERROR, f'{kind.lower()} "{name}" not found')
+            data = (
+                {k: str(v) for k, v in (obj.get("data") or {}).items()}
+                if kind == "ConfigMap"
+                else {k: _b64(v).decode(errors="replace") for k, v in _secret_items(obj)}
+            )
+            for k in sorted(data):
+                full = prefix + k
+                if not _ENV_NAME.fullmatch(full):
+                    skipped.append(full)
+                    continue
+                env[full] = data[k]
+    for item in container.get("env") or []:
+        name = str(item.get("name") or "")
+        value = item.get("value")
+        if value:
+            env[name] = expand(str(value), mapping_for(env))
+            continue
+        value_from = item.get("valueFrom")
+        if not isinstance(value_from, Mapping):
+            env[name] = ""
+            continue
+        resolved = _value_from(pod, container, value_from, sources, host, namespace)
+        if resolved is not None:
+            env[name] = resolved
+    return Environment(tuple(env.items()), tuple(skipped))
+
+
+def _secret_items(obj: Obj) -> Iterable[tuple[str, Any]]:
+    return (obj.get("data") or {}).items()
+
+
+def _value_from(
+    pod: Obj, container: Obj, value_from: Obj, sources: Sources, host: Host, namespace: str
+) -> str | None:
+    if isinstance(value_from.get("fieldRef"), Mapping):
+        return field_value(pod, str(value_from["fieldRef"].get("fieldPath") or ""), host)
+    if isinstance(value_from.get("resourceFieldRef"), Mapping):
+        ref = value_from["resourceFieldRef"]
+        named = str(ref.get("containerName") or "")
+        target = _container_named(pod, named) if named else container
+        return resource_value(ref, target, host)
+    for kind, key in (("ConfigMap", "configMapKeyRef"), ("Secret", "secretKeyRef")):
+        ref = value_from.get(key)
+        if not isinstance(ref, Mapping):
+            continue
+        name = str(ref.get("name") or "")
+        wanted = str(ref.get("key") or "")
+        optional = bool(ref.get("optional"))
+        obj = (sources.configmaps if kind == "ConfigMap" else sources.secrets).get(name)
+        if obj is None:
+            if optional:
+                return None
+            raise SpecError(CREATE_CONFIG_ERROR, f'{kind.lower()} "{name}" not found')
+        data = obj.get("data") or {}
+        if wanted not in data:
+            if optional:
+                return None
+            raise SpecError(
+                CREATE_CONFIG_ERROR, f"couldn't find key {wanted} in {kind} {namespace}/{name}"
+            )
+        return (
+            str(data[wanted])
+            if kind == "ConfigMap"
+            else _b64(data[wanted]).decode(errors="replace")
+        )
+    return ""
+
+
+def no_command_message(pod: Obj, field_path: str) -> str:
+    return (
+        f"Pod {_where(pod)}: {field_path}.command: required on this node: images are not "
+        "pulled locally, so a local pod runs its command on the host and the image's "
+        "entrypoint is unknown; accepted: a command (and args) that exists on the host, "
+        "e.g. [python3, train.py]"
+    )
+
+
+def container_spec(
+    pod: Obj,
+    container: Obj,
+    sources: Sources,
+    host: Host,
+    *,
+    init: bool = False,
+    gpus: Sequence[str] = (),
+) -> tuple[runtime.ContainerSpec, Environment]:
+    """The runtime spec of one container, and its environment (for the skipped keys).
+    Raises :class:`NoCommand` or :class:`SpecError` (``CreateContainerConfigError``)."""
+    name = str(container.get("name") or "")
+    command = [str(a) for a in container.get("command") or []]
+    if not command:
+        section = "initContainers" if init else "containers"
+        index = next(
+            (
+                i
+                for i, c in enumerate(spec_of(pod).get(section) or [])
+                if isinstance(c, Mapping) and c.get("name") == name
+            ),
+            0,
+        )
+        raise NoCommand(no_command_message(pod, f"spec.{section}[{index}]"))
+    environ = environment(pod, container, sources, host)
+    values = dict(environ.env)
+    mapping = mapping_for(values)
+    argv = tuple(expand(a, mapping) for a in [*command, *(container.get("args") or [])])
+    final = dict(host.base_env)
+    final.setdefault("HOSTNAME", hostname(pod))
+    final.update(values)
+    mounts = tuple(_mount(m, values) for m in container.get("volumeMounts") or [])
+    spec = runtime.ContainerSpec(
+        name=name,
+        argv=argv,
+        env=tuple(final.items()),
+        working_dir=str(container.get("workingDir") or ""),
+        mounts=mounts,
+        memory_limit=memory_limit(container),
+        gpus=tuple(gpus),
+        init=init,
+    )
+    return spec, environ
+
+
+def _mount(mount: Obj, env: Mapping[str, str]) -> runtime.Mount:
+    sub_path = str(mount.get("subPath") or "")
+    if not sub_path and mount.get("subPathExpr"):
+        sub_path = expand(str(mount["subPathExpr"]), mapping_for(env))
+    return runtime.Mount(
+        volume=str(mount.get("name") or ""),
+        mount_path=str(mount.get("mountPath") or ""),
+        sub_path=sub_path,
+        read_only=bool(mount.get("readOnly")),
+    )

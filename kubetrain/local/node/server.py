@@ -1,0 +1,428 @@
+"""The node's HTTPS endpoint: container logs and exec, as the kubelet serves them to the API
+server (the contract is in :mod:`kubetrain.local.apiserver.nodeproxy`'s docstring).
+
+- ``GET /containerLogs/{namespace}/{pod}/{container}``: the container's log with ``follow``,
+  ``previous``, ``timestamps``, ``sinceSeconds``, ``sinceTime``, ``tailLines`` and
+  ``limitBytes``; which attempt is read follows the kubelet's ``validateContainerLogStatus``,
+  and its refusals are the kubelet's plain-text 400 and 404 messages.
+- ``GET /exec/{namespace}/{pod}/{container}``: a WebSocket speaking ``v5.channel.k8s.io`` or
+  ``v4.channel.k8s.io``: stdin in, stdout and stderr out, one ``metav1.Status`` on channel 3
+  when the command ends, then a close (1000). A client that goes away ends the command's whole
+  process group.
+
+Every request must carry ``Authorization: Bearer <token>`` (the API server's token), compared
+in constant time; anything else gets 401. The certificate is issued by the control plane's CA
+when the agent is given it (:func:`tls_context`); otherwise a CA of the node's own is made and
+the API server must be told to trust it.
+
+Owns: HTTP, the channel protocol and the choice of log attempt. Must not: run processes or read
+log files itself (:mod:`.runtime` and :mod:`.logs` do), or know how pods are synced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import signal
+import ssl
+import tempfile
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any, Final, Protocol
+
+import aiohttp
+from aiohttp import web
+
+from kubetrain import _aio
+from kubetrain.local.apiserver import errors, nodeproxy, tls
+from kubetrain.local.node import logs, runtime, settings, status
+
+log = logging.getLogger(__name__)
+
+TEXT: Final = "text/plain; charset=utf-8"
+HEARTBEAT: Final = 30.0
+DRAIN: Final = 2.0  # seconds an exec's output may take to close after its process ended
+READ_SIZE: Final = 64 * 1024
+CERT_FILE: Final = "node.crt"
+KEY_FILE: Final = "node.key"
+PKI_DIR: Final = "pki"
+OWN_CA_DIR: Final = "own-ca"
+
+LogReader = Callable[..., AsyncIterator[bytes]]
+
+
+class Pods(Protocol):
+    """What the server needs from the agent: the pods bound to this node, by name, with the
+    status the agent last computed."""
+
+    def pod_by_name(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+class Refused(Exception):
+    """A request the node answers with a plain-text error, as the kubelet does."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# -- TLS ----------------------------------------------------------------------------------------
+
+
+def tls_context(config: settings.Settings, node_name: str) -> ssl.SSLContext:
+    """A server context with a certificate for the node's address and name, issued by the
+    control plane's CA (``ca_cert``/``ca_key``), or by a CA the node makes for itself under
+    ``<root>/agent/pki/own-ca`` when none is given (then the API server must trust that CA's
+    ``ca.crt``, or it refuses to send the node anything). Blocking: run it in a thread."""
+    directory = os.path.join(config.root, "agent", PKI_DIR)
+    names = [node_name, "localhost"]
+    ips = ["127.0.0.1", "::1"]
+    try:
+        ipaddress.ip_address(config.address)
+        if config.address not in ips:
+            ips.append(config.address)
+    except ValueError:
+        names.append(config.address)
+    if config.ca_cert and config.ca_key:
+        cert, key = _issue_from(config.ca_cert, config.ca_key, node_name, names, ips)
+    else:
+        own = os.path.join(directory, OWN_CA_DIR)
+        tls.ensure(own)
+        cert, key = tls.issue_certificate(own, node_name, names, ips)
+        log.warning(
+            "no CA was given: node %s serves a certificate from its own CA %s; the API server "
+            "must trust it to reach this node's logs and exec",
+            node_name,
+            os.path.join(own, tls.CA_CERT),
+        )
+    cert_path = os.path.join(directory, CERT_FILE)
+    key_path = os.path.join(directory, KEY_FILE)
+    tls.write_private(cert_path, cert)
+    tls.write_private(key_path, key)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_path, key_path)
+    return context
+
+
+def _issue_from(
+    ca_cert: str, ca_key: str, common_name: str, names: Sequence[str], ips: Sequence[str]
+) -> tuple[bytes, bytes]:
+    directory = os.path.dirname(os.path.abspath(ca_cert))
+    standard = (
+        os.path.basename(ca_cert) == tls.CA_CERT
+        and os.path.basename(ca_key) == tls.CA_KEY
+        and os.path.dirname(os.path.abspath(ca_key)) == directory
+    )
+    if standard:
+        return tls.issue_certificate(directory, common_name, names, ips)
+    with tempfile.TemporaryDirectory(prefix="kubetrain-ca-") as scratch:  # the names it reads
+        os.symlink(os.path.abspath(ca_cert), os.path.join(scratch, tls.CA_CERT))
+        os.symlink(os.path.abspath(ca_key), os.path.join(scratch, tls.CA_KEY))
+        return tls.issue_certificate(scratch, common_name, names, ips)
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def _container_id(text: Any) -> runtime.ContainerId | None:
+    """``kubetrain://<uid>/<name>/<attempt>`` back into an id."""
+    prefix = f"{status.ID_SCHEME}://"
+    if not isinstance(text, str) or not text.startswith(prefix):
+        return None
+    uid, _, rest = text[len(prefix) :].partition("/")
+    name, _, attempt = rest.rpartition("/")
+    if not uid or not name or not attempt.isdigit():
+        return None
+    return runtime.ContainerId(uid, name, int(attempt))
+
+
+class NodeServer:
+    """The endpoint of one node. ``read`` is the log reader (:func:`logs.read`; tests give
+    another)."""
+
+    def __init__(
+        self,
+        node_runtime: runtime.Runtime,
+        pods: Pods,
+        *,
+        token: str,
+        read: LogReader = logs.read,
+        clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ) -> None:
+        self.runtime = node_runtime
+        self.pods = pods
+        self.token = token
+        self.read = read
+        self.clock = clock
+        self._runner: web.AppRunner | None = None
+        if not token:
+            log.warning("the node endpoint has no token: it will refuse every request")
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._authenticate])
+        app.router.add_get(nodeproxy.LOG_PATH, self._logs)
+        app.router.add_get(nodeproxy.EXEC_PATH, self._exec)
+        return app
+
+    async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
+        """Serve on ``host:port`` (0: a free port); returns the port."""
+        self._runner = web.AppRunner(self.app(), handler_cancellation=True, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port, ssl_context=context)
+        await site.start()
+        return int(self._runner.addresses[0][1])
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @web.middleware
+    async def _authenticate(
+        self, request: web.Request, handler: Callable[[web.Request], Any]
+    ) -> web.StreamResponse:
+        given = request.headers.get("Authorization", "")
+        expected = f"Bearer {self.token}"
+        if not self.token or not hmac.compare_digest(given.encode(), expected.encode()):
+            return web.Response(status=401, text="Unauthorized", content_type="text/plain")
+        try:
+            return await handler(request)
+        except Refused as exc:
+            return web.Response(status=exc.code, text=exc.message, content_type="text/plain")
+
+    # -- what a request names -----------------------------------------------------------------
+
+    def _pod(self, request: web.Request) -> tuple[Mapping[str, Any], str]:
+        namespace = request.match_info["namespace"]
+        name = request.match_info["pod"]
+        container = request.match_info["container"]
+        pod = self.pods.pod_by_name(namespace, name)
+        if pod is None:
+            raise Refused(404, f'pod "{name}" does not exist')
+        if container not in nodeproxy.container_names(pod):
+            raise Refused(404, f'container "{container}" not found in pod "{name}"')
+        return pod, container
+
+    # -- logs ---------------------------------------------------------------------------------
+
+    async def _logs(self, request: web.Request) -> web.StreamResponse:
+        pod, container = self._pod(request)
+        name = request.match_info["pod"]
+        try:
+            options = nodeproxy.log_options(request.query, name)
+        except errors.ApiError as exc:
+            raise Refused(exc.code if exc.code in (400, 422) else 400, exc.message) from exc
+        cid = await self._log_attempt(pod, container, previous=options.previous)
+        since = options.since_time
+        if options.since_seconds is not None:
+            since = self.clock() - timedelta(seconds=options.since_seconds)
+
+        def running() -> bool:
+            state = self.runtime.state(cid)
+            return state is not None and state.running
+
+        response = web.StreamResponse(status=200, headers={"Content-Type": TEXT})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        chunks = self.read(
+            [self.runtime.log_path(cid)],
+            follow=options.follow,
+            timestamps=options.timestamps,
+            tail_lines=options.tail_lines,
+            since=since,
+            limit_bytes=options.limit_bytes,
+            running=running,
+        )
+        try:
+            async with contextlib.aclosing(chunks) as stream:
+                async for chunk in stream:
+                    await response.write(chunk)
+        except ConnectionError:
+            log.debug("log reader of %s/%s went away", name, container)
+            return response
+        with contextlib.suppress(ConnectionError):
+            await response.write_eof()
+        return response
+
+    async def _log_attempt(
+        self, pod: Mapping[str, Any], container: str, *, previous: bool
+    ) -> runtime.ContainerId:
+        """Which attempt's log to read: the kubelet's ``validateContainerLogStatus`` over the
+        pod's status, with the runtime's disk as the fallback when the status lags."""
+        name = str((pod.get("metadata") or {}).get("name") or "")
+        uid = str((pod.get("metadata") or {}).get("uid") or "")
+        pod_status = pod.get("status") or {}
+        entry: Mapping[str, Any] | None = None
+        for section in ("containerStatuses", "initContainerStatuses"):
+            for s in pod_status.get(section) or []:
+                if isinstance(s, Mapping) and s.get("name") == container:
+                    entry = s
+        states = [
+            s
+            for s in await asyncio.to_thread(self.runtime.containers, uid)
+            if s.id.name == container
+        ]
+        state = (entry or {}).get("state") or {}
+        last = ((entry or {}).get("lastState") or {}).get("terminated") or {}
+        if previous:
+            cid = _container_id(last.get("containerID"))
+            if cid is None:
+                raise Refused(
+                    400, f'previous terminated container "{container}" in pod "{name}" not found'
+                )
+            return cid
+        for key in ("running", "terminated"):
+            if key in state:
+                cid = _container_id(state[key].get("containerID")) or _container_id(
+                    (entry or {}).get("containerID")
+                )
+                if cid is not None:
+                    return cid
+        cid = _container_id(last.get("containerID"))
+        if cid is not None:
+            return cid
+        if states:  # the status has not caught up with a container that ran
+            return states[-1].id
+        reason = ((state.get("waiting") or {}).get("reason")) if state else None
+        if reason:
+            raise Refused(
+                400, f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+            )
+        raise Refused(
+            400, f'container "{container}" in pod "{name}" is waiting to start - no logs yet'
+        )
+
+    # -- exec ---------------------------------------------------------------------------------
+
+    async def _exec(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(protocols=nodeproxy.SUBPROTOCOLS, heartbeat=HEARTBEAT)
+        ready = ws.can_prepare(request)
+        if not ready.ok:
+            raise Refused(400, "Upgrade request required")
+        if ready.protocol is None:
+            offered = request.headers.get("Sec-WebSocket-Protocol", "") or "none"
+            raise Refused(
+                400,
+                f"none of the subprotocols offered ({offered}) is served; "
+                f"accepted: {', '.join(nodeproxy.SUBPROTOCOLS)}",
+            )
+        await ws.prepare(request)
+        options = nodeproxy.exec_options(request.query)
+        try:
+            pod, container = self._pod(request)
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            if not options.command:
+                raise runtime.StartError(runtime.CONTAINER_CANNOT_RUN, "no command to run")
+            process = await self.runtime.exec(
+                uid, container, options.command, stdin=options.stdin, tty=options.tty
+            )
+        except (Refused, runtime.StartError) as exc:
+            code = exc.code if isinstance(exc, Refused) else 500
+            error = errors.ApiError(
+                code, "NotFound" if code == 404 else "InternalError", exc.message
+            )
+            with contextlib.suppress(ConnectionError):
+                await ws.send_bytes(nodeproxy.status_message(error))
+            await ws.close()
+            return ws
+        await _session(ws, process, options, v5=ready.protocol == nodeproxy.SUBPROTOCOLS[0])
+        return ws
+
+
+async def _pump(
+    stream: asyncio.StreamReader | None, ws: web.WebSocketResponse, channel: int, send: bool
+) -> None:
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(READ_SIZE)
+        if not chunk:
+            return
+        if send and not ws.closed:
+            with contextlib.suppress(ConnectionError):
+                await ws.send_bytes(bytes([channel]) + chunk)
+
+
+async def _input(ws: web.WebSocketResponse, process: asyncio.subprocess.Process, v5: bool) -> None:
+    """Client messages until the client goes: stdin to the process, ``[255, 0]`` (v5) ends
+    it; resize messages are accepted and ignored (there is no terminal to size)."""
+    stdin = process.stdin
+    async for message in ws:
+        if message.type is not aiohttp.WSMsgType.BINARY or not message.data:
+            if message.type is aiohttp.WSMsgType.ERROR:
+                return
+            continue
+        data: bytes = message.data
+        channel = data[0]
+        if channel == nodeproxy.STDIN and stdin is not None and not stdin.is_closing():
+            try:
+                stdin.write(data[1:])
+                await stdin.drain()
+            except (ConnectionError, BrokenPipeError):
+                stdin = None
+        elif (
+            v5
+            and channel == nodeproxy.CLOSE_CHANNEL
+            and data[1:2] == bytes([nodeproxy.STDIN])
+            and stdin is not None
+            and not stdin.is_closing()
+        ):
+            stdin.close()
+
+
+def _exit_code(returncode: int | None) -> int:
+    if returncode is None:
+        return 1
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _kill_group(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+
+
+async def _session(
+    ws: web.WebSocketResponse,
+    process: asyncio.subprocess.Process,
+    options: nodeproxy.ExecOptions,
+    *,
+    v5: bool,
+) -> None:
+    """Relay until the process ends (then its Status and a close) or the client goes (then
+    the process group is killed)."""
+    outputs = [
+        asyncio.ensure_future(_pump(process.stdout, ws, nodeproxy.STDOUT, options.stdout)),
+        asyncio.ensure_future(_pump(process.stderr, ws, nodeproxy.STDERR, options.stderr)),
+    ]
+    client = asyncio.ensure_future(_input(ws, process, v5))
+    exited = asyncio.ensure_future(process.wait())
+    try:
+        await asyncio.wait({client, exited}, return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():  # the client went away first
+            _kill_group(process)
+            await process.wait()
+            return
+        with contextlib.suppress(*_aio.TIMEOUT_ERRORS):
+            async with _aio.timeout(DRAIN):
+                await asyncio.gather(*outputs)
+        status = nodeproxy.exit_status(_exit_code(process.returncode))
+        with contextlib.suppress(ConnectionError):
+            await ws.send_bytes(bytes([nodeproxy.STATUS]) + json.dumps(status).encode())
+            await ws.close()
+    finally:
+        if process.returncode is None:
+            _kill_group(process)
+            with contextlib.suppress(ProcessLookupError):
+                await process.wait()
+        for task in (*outputs, client, exited):
+            task.cancel()
+        await asyncio.gather(*outputs, client, exited, return_exceptions=True)

@@ -1,0 +1,98 @@
+"""What a node agent is told: its name, where it keeps state, where it serves, and its timings.
+
+One frozen value, built by the entry point (the ``kubetrain node`` verb, or the daemon) and
+passed down explicitly; tests shrink the timings (back-off of 0.2 s instead of 10 s).
+
+Must not: read argv, the environment or files. :func:`default_name` and :func:`token_of` are
+helpers for entry points, which decide when to call them.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from kubetrain.kube import watch
+
+KUBELET_VERSION: Final = "v1.32.0-kubetrain"
+DEFAULT_ADDRESS: Final = "127.0.0.1"
+DEFAULT_PODS: Final = 110  # the kubelet's default maxPods
+CLUSTER_DOMAIN: Final = "cluster.local"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """A node agent's configuration. ``root`` is required; everything else has the kubelet's
+    defaults (or this machine's)."""
+
+    root: str  # state dir: the runtime keeps pods under <root>/pods/, the agent <root>/agent/
+    name: str = ""  # the Node's name; "" = default_name()
+    address: str = DEFAULT_ADDRESS  # InternalIP, the pods' IP (all share the host network)
+    port: int = 0  # the HTTPS endpoint; 0 = any free port (registered in the Node's status)
+    ca_cert: str = ""  # the control plane's CA: the endpoint's certificate is issued by it
+    ca_key: str = ""  # (both empty: a self-signed certificate; tell the API server to trust it)
+    token: str = ""  # the bearer token callers of the endpoint must show (the API server's)
+    kubelet_version: str = KUBELET_VERSION
+    cluster_domain: str = CLUSTER_DOMAIN
+    max_pods: int = DEFAULT_PODS
+    gpus: int | None = None  # None: ask `nvidia-smi -L`; a number: that many devices, 0..n-1
+    labels: Mapping[str, str] = field(default_factory=dict)  # extra Node labels
+    # what an image's ENV would give every container (PATH...; the pod's env overrides it);
+    # empty: PATH as containerd's default
+    environment: tuple[tuple[str, str], ...] = ()
+    # timings, in seconds
+    lease_duration: int = 40  # leaseDurationSeconds of the node's Lease
+    lease_renew: float = 10.0  # how often the Lease is renewed
+    status_interval: float = 60.0  # how often the Node's Ready heartbeat is refreshed
+    backoff_initial: float = 10.0  # crash back-off: the second restart waits this long ...
+    backoff_max: float = 300.0  # ... doubling up to this
+    backoff_reset: float = 600.0  # a container that ran this long starts the count afresh
+    resync: float = 10.0  # a pod's worker looks again at least this often
+    retry_initial: float = 0.5  # API and start failures are retried with this back-off ...
+    retry_max: float = 10.0  # ... up to this
+    orphan_grace: float = 2.0  # grace for processes of a pod that vanished from the API
+    watch: watch.Settings = field(default_factory=watch.Settings)
+    # passed to the runtime
+    path_prefix: tuple[str, ...] | None = None  # None: the runtime's default (this Python's bin)
+    log_max_bytes: int | None = None
+    isolation: Literal["auto", "namespace", "none"] = "auto"
+
+    @property
+    def node_name(self) -> str:
+        return self.name or default_name()
+
+
+_LABEL_BAD = re.compile(r"[^a-z0-9-]+")
+
+
+def default_name(hostname: str | None = None) -> str:
+    """The host name, lowercased and made a DNS label (as the kubelet's ``--hostname-override``
+    would have to be): the first dot-separated part, other characters as ``-``."""
+    host = (hostname if hostname is not None else socket.gethostname()).lower()
+    label = _LABEL_BAD.sub("-", host.split(".")[0]).strip("-")[:63].strip("-")
+    return label or "localhost"
+
+
+def token_of(configuration: Any) -> str:
+    """The bearer token a ``kubernetes`` client Configuration authenticates with, or ``""``.
+    The local control plane sends that same token to its node (see ``nodeproxy``)."""
+    keys = getattr(configuration, "api_key", None) or {}
+    value = str(keys.get("authorization") or keys.get("BearerToken") or "")
+    prefix = (getattr(configuration, "api_key_prefix", None) or {}).get("authorization")
+    if prefix and not value.startswith(prefix):
+        value = f"{prefix} {value}"
+    return value.removeprefix("Bearer ").strip()
+
+
+def architecture(machine: str) -> str:
+    """Go's GOARCH for ``platform.machine()``: what Node labels and nodeInfo say."""
+    table = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
+    return table.get(machine.lower(), machine.lower())
+
+
+def operating_system() -> str:
+    return "darwin" if sys.platform == "darwin" else sys.platform.rstrip("0123456789")

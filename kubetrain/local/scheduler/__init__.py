@@ -1,0 +1,21 @@
+"""The local control plane's gang-aware scheduler: an ordinary API client that binds pending
+pods to nodes, a whole gang or none of it (DESIGN.md "Scheduling").
+
+Pure modules (no I/O, no clock, no logging), lowest first::
+
+    amounts     resource lists as exact numbers: add, subtract, what is short, formatting
+    timestamps  API times to and from seconds since the epoch
+    requests    a pod's effective requests and limits, as kube-scheduler and quota count them
+    fit         NodeInfo / PodInfo and kube's filters: resources, pod count, selector and
+                affinity, taints, host ports, unschedulable nodes; kube's reason strings
+    quotas      namespace ResourceQuotas checked for a whole gang at once
+    estimates   when a running pod is expected to end (activeDeadlineSeconds, annotation)
+    gangs       PodGroup membership and spec (scheduler-plugins and Volcano), their status
+    queue       schedulable units (a pod, or a gang's pending pods) and their order
+    policy      one scheduling cycle's decisions: fit now, EASY backfill, reservation
+    messages    kube's reasons and messages, word for word, and our own
+    events      the Event objects and pod condition patches the controller writes
+
+The controller, :mod:`kubetrain.local.scheduler.scheduler`, watches the API server, runs the
+policy on what it saw, and writes bindings, pod conditions, events and PodGroup status.
+"""
