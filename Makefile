@@ -9,12 +9,14 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,train]'
 	touch $(STAMP)
 
-## run: install, then check the main example job (becomes a real run once the control plane lands)
+## run: install, start the local control plane, run the main example job with live logs
 run: $(STAMP)
-	$(BIN)/kubetrain validate -f examples/pytorch/pytorchjob.yaml
+	$(BIN)/kubetrain up >/dev/null
+	-$(BIN)/kubetrain delete pytorchjob/pytorch-ddp --cascade foreground >/dev/null 2>&1
+	$(BIN)/kubetrain run -f examples/pytorch/pytorchjob.yaml
 
 ## test: install, lint, check layering, run the whole suite
 test: $(STAMP) lint

@@ -46,7 +46,9 @@ def main() -> None:
         for start in range(0, len(x_train), args.batch_size):
             optimizer.zero_grad()
             logits = model(x_train[start : start + args.batch_size])
-            loss = torch.nn.functional.cross_entropy(logits, y_train[start : start + args.batch_size])
+            loss = torch.nn.functional.cross_entropy(
+                logits, y_train[start : start + args.batch_size]
+            )
             loss.backward()
             optimizer.step()
         total = torch.tensor([loss.item()])

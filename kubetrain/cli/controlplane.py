@@ -19,10 +19,10 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 
-from kubetrain import kube
+from kubetrain import _aio, kube
 from kubetrain.local import daemon
 from kubetrain.local.apiserver import tls
-from kubetrain.local.node import agent
+from kubetrain.local.node import agent, runtime
 from kubetrain.local.node import settings as node_settings
 from kubetrain.local.scheduler import scheduler
 from kubetrain.operator import process
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 # What pods get from the daemon's own environment, as an image's ENV would give them.
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER")
+STOP_GRACE = 5.0  # seconds each container gets to stop when the control plane goes down
 RUNTIMES = kube.Resource(
     "trainer.kubeflow.org",
     "v1alpha1",
@@ -57,6 +58,7 @@ def workloads(
     environ = os.environ if environ is None else environ
     kubeconfig = paths.kubeconfig
     environment = tuple((k, environ[k]) for k in INHERITED if k in environ)
+    working_dir = os.getcwd()  # containers without workingDir run where `kubetrain up` ran
 
     async def run_node(client: kube.Client) -> None:
         cluster = await kube.from_kubeconfig(kubeconfig)
@@ -66,8 +68,12 @@ def workloads(
             ca_key=os.path.join(paths.pki, tls.CA_KEY),
             token=node_settings.token_of(cluster.configuration),
             environment=environment,
+            working_dir=working_dir,
         )
-        await agent.run(client, config)
+        try:
+            await agent.run(client, config)
+        finally:
+            await stop_pods(config)
 
     return [
         daemon.client_component(
@@ -88,15 +94,34 @@ def workloads(
     ]
 
 
+async def stop_pods(config: node_settings.Settings, grace: float = STOP_GRACE) -> None:
+    """Stop every container still running: the control plane is going down, and it leaves no
+    process behind (a node agent on its own leaves them running, to adopt them after a
+    restart). Their pods read as terminated when it comes back, and restart by their policy."""
+    node_runtime = runtime.Runtime(agent.runtime_settings(config, None))
+    running = [state for state in node_runtime.containers() if state.running]
+    if not running:
+        return
+    log.info("stopping %d running container(s)", len(running))
+    try:
+        async with _aio.timeout(grace + 5.0):
+            await asyncio.gather(
+                *(node_runtime.stop(state.id, grace) for state in running),
+                return_exceptions=True,
+            )
+    except _aio.TIMEOUT_ERRORS:
+        log.warning("containers still stopping after %.0fs; leaving them", grace + 5.0)
+
+
 async def install_runtimes(client: kube.Client, runtimes: Sequence[dict] | None = None) -> None:
     """Create the built-in ClusterTrainingRuntimes that are missing; one a user has changed or
     deleted-and-recreated is left as it is. Runs once, then waits to be stopped."""
-    for runtime in builtin.runtimes() if runtimes is None else runtimes:
+    for blueprint in builtin.runtimes() if runtimes is None else runtimes:
         try:
-            await client.create(RUNTIMES, runtime)
+            await client.create(RUNTIMES, blueprint)
         except kube.AlreadyExists:
             continue
-        log.info("installed the built-in runtime %s", runtime["metadata"]["name"])
+        log.info("installed the built-in runtime %s", blueprint["metadata"]["name"])
     await _forever()
 
 

@@ -23,6 +23,7 @@ import logging
 import os
 import platform
 import shutil
+import sys
 import time
 from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -32,7 +33,7 @@ from kubetrain import __version__, _aio, kube
 from kubetrain.kube import resource
 from kubetrain.kube import watch as watch_
 from kubetrain.local import tasks
-from kubetrain.local.node import hosts, podspec, runtime, server, worker
+from kubetrain.local.node import hosts, podspec, runtime, server, tools, worker
 from kubetrain.local.node import settings as node_settings
 
 log = logging.getLogger(__name__)
@@ -459,6 +460,7 @@ class Agent:
         config = self.settings
         self.machine = await Machine.probe(config)
         self.devices = Devices(self.machine.gpus)
+        await asyncio.to_thread(tools.install, config.root)
         if self._own_runtime:  # the runtime gives out the GPUs counted here, no others
             self.runtime = runtime.Runtime(runtime_settings(config, self.devices.ids))
         isolation = await asyncio.to_thread(lambda: self.runtime.isolation)
@@ -469,6 +471,7 @@ class Agent:
             config.address,
             allocatable=capacity,
             base_env=config.environment or (("PATH", DEFAULT_PATH),),
+            working_dir=config.working_dir,
         )
         endpoint = server.NodeServer(self.runtime, self, token=config.token)
         context = await asyncio.to_thread(server.tls_context, config, self.name)
@@ -811,6 +814,9 @@ def runtime_settings(
     options: dict[str, Any] = {"isolation": config.isolation, "node_gpus": gpus}
     if config.path_prefix is not None:
         options["path_prefix"] = tuple(config.path_prefix)
+    else:  # this Python's environment first, then the node's own tools (nslookup)
+        tools_dir = os.path.join(config.root, tools.BIN)
+        options["path_prefix"] = (os.path.dirname(sys.executable), tools_dir)
     if config.log_max_bytes is not None:
         options["log_max_bytes"] = config.log_max_bytes
     return runtime.Settings(root=config.root, **options)

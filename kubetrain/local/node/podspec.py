@@ -171,6 +171,7 @@ class Host:
     address: str
     allocatable: Mapping[str, Any] = field(default_factory=dict)
     base_env: tuple[tuple[str, str], ...] = ()
+    working_dir: str = ""  # for containers that name none, as an image's WORKDIR would
 
 
 # -- the pod ----------------------------------------------------------------------------------
@@ -634,7 +635,7 @@ def container_spec(
         name=name,
         argv=argv,
         env=tuple(final.items()),
-        working_dir=str(container.get("workingDir") or ""),
+        working_dir=str(container.get("workingDir") or host.working_dir),
         mounts=mounts,
         memory_limit=memory_limit(container),
         gpus=tuple(gpus),
