@@ -89,6 +89,25 @@ _NO_NODE_CONTAINER = _rule(
     "containerNames must not include the main node container because PET_* envs are always "
     "injected into it",
 )
+
+
+def _unchanged_except(model: type[BaseModel], free: str) -> str:
+    """CEL: every field of ``model`` but ``free`` is as it was, including whether it is set."""
+    checks = []
+    for name, field in model.model_fields.items():
+        wire = field.serialization_alias or field.alias or name
+        if wire != free:
+            checks.append(
+                f"has(self.{wire}) == has(oldSelf.{wire}) && "
+                f"(!has(self.{wire}) || self.{wire} == oldSelf.{wire})"
+            )
+    return " && ".join(checks)
+
+
+# Upstream keeps the whole trainer immutable. kubetrain lets an elastic torch TrainJob be
+# resized, so numNodes is left out here; whether the runtime is elastic is more than CEL can
+# see, and kubetrain's admission decides it (a cluster without that admission lets it change).
+_TRAINER_IMMUTABLE = _rule(_unchanged_except(_trainer.Trainer, "numNodes"), "field is immutable")
 _LAST_UPDATED = _rule(
     "has(self.lastUpdatedTime)", "lastUpdatedTime is required when trainerStatus is present"
 )
@@ -110,7 +129,7 @@ _FIELD_EXTRAS: dict[tuple[type[BaseModel], str], Schema] = {
     # TrainJob spec
     (_trainer.TrainJobSpec, "runtime_ref"): {"x-kubernetes-validations": [_IMMUTABLE]},
     (_trainer.TrainJobSpec, "initializer"): {"x-kubernetes-validations": [_IMMUTABLE]},
-    (_trainer.TrainJobSpec, "trainer"): {"x-kubernetes-validations": [_IMMUTABLE]},
+    (_trainer.TrainJobSpec, "trainer"): {"x-kubernetes-validations": [_TRAINER_IMMUTABLE]},
     (_trainer.TrainJobSpec, "runtime_patches"): {"maxItems": 16, **_map_list("manager")},
     (_trainer.TrainJobSpec, "suspend"): {"default": False},
     (_trainer.TrainJobSpec, "active_deadline_seconds"): {

@@ -22,6 +22,9 @@ ignore part of it:
   container are rejected;
 - with a v2.1 torch ``elasticPolicy``, ``trainer.numNodes`` must lie within minNodes..maxNodes,
   and the rendezvous variables (``PET_RDZV_*``, ``PET_MAX_RESTARTS``) are reserved too;
+- with such an ``elasticPolicy``, ``trainer.numNodes`` may change while the job runs (a resize;
+  upstream declared elastic training but never implemented it); every other trainer field
+  stays immutable. Without a runtime lookup the change is refused, as upstream refuses it;
 - a string ``numProcPerNode`` against a Flux runtime is rejected like the MPI one.
 """
 
@@ -247,13 +250,14 @@ def _validate_trainjob(
     else:
         errors += _runtime_ref_errors(spec.runtime_ref)
     errors += _spec_errors(job)
-    if old is not None and old.spec is not None:
-        errors += _update_errors(job, old)
+    runtime = None
     if find_runtime is not None and _supported_runtime_ref(job):
         runtime, lookup_errors = _resolve_runtime(job, find_runtime)
         errors += lookup_errors
         if runtime is not None:
             errors += _runtime_dependent_errors(job, runtime)
+    if old is not None and old.spec is not None:
+        errors += _update_errors(job, old, runtime)
     return errors
 
 
@@ -433,16 +437,28 @@ def _pod_spec_patch_errors(spec: PodSpecOverride, path: Path) -> list[FieldError
 # --- TrainJob updates -----------------------------------------------------------------------
 
 
-def _update_errors(job: TrainJob, old: TrainJob) -> list[FieldError]:
-    """CEL ``self == oldSelf`` rules (checked when both sides are set) and the patch guards."""
+def _update_errors(job: TrainJob, old: TrainJob, runtime: Runtime | None) -> list[FieldError]:
+    """CEL ``self == oldSelf`` rules (checked when both sides are set) and the patch guards.
+
+    kubetrain's exception: on an elastic torch runtime, ``trainer.numNodes`` may change (the
+    job is resized within minNodes..maxNodes, which the runtime checks bound); the rest of the
+    trainer stays as it was. Without the runtime nothing can be said, so nothing changes.
+    """
     new_spec, old_spec = job.spec, old.spec
     assert new_spec is not None
     assert old_spec is not None
     path = Path("spec")
     errors: list[FieldError] = []
+    resizable = runtime is not None and _is_elastic(runtime)
     for key in ("runtime_ref", "managed_by", "initializer", "trainer", "active_deadline_seconds"):
         new_value, old_value = getattr(new_spec, key), getattr(old_spec, key)
         if new_value is None or old_value is None or _wire(new_value) == _wire(old_value):
+            continue
+        if (
+            key == "trainer"
+            and resizable
+            and _without_num_nodes(new_value) == (_without_num_nodes(old_value))
+        ):
             continue
         shown = "object" if hasattr(new_value, "to_dict") else new_value
         errors.append(fe.immutable(str(path.child(_camel(key))), shown))
@@ -458,6 +474,19 @@ def _update_errors(job: TrainJob, old: TrainJob) -> list[FieldError]:
             fe.forbidden(str(path.child("podTemplateOverrides")), OVERRIDES_SUSPENDED_MESSAGE)
         )
     return errors
+
+
+def _is_elastic(runtime: Runtime) -> bool:
+    policy = runtime.spec.ml_policy if runtime.spec is not None else None
+    return (
+        policy is not None and policy.torch is not None and policy.torch.elastic_policy is not None
+    )
+
+
+def _without_num_nodes(trainer: Trainer) -> dict[str, Any]:
+    wire = trainer.to_dict()
+    wire.pop("numNodes", None)
+    return wire
 
 
 def _wire(value: Any) -> Any:

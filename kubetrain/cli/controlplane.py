@@ -29,6 +29,7 @@ from kubetrain.operator import process
 from kubetrain.operator.jobs import settings as job_settings
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import builtin
+from kubetrain.operator.trainjob import setup as trainjob_setup
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,7 @@ def operator_options() -> process.Options:
     return process.Options(
         manager=manager.Settings(leader_election=False, metrics_address="", probe_address=""),
         jobs=job_settings.Settings(force_host_network=True),
+        trainjob=trainjob_setup.Settings(force_host_network=True),
     )
 
 

@@ -23,6 +23,7 @@ from kubetrain.cli import apiserver
 from kubetrain.operator import process
 from kubetrain.operator.jobs import settings as job_settings
 from kubetrain.operator.runtime import logcontext, manager
+from kubetrain.operator.trainjob import setup as trainjob_setup
 
 DEFAULT_PORT_RANGE = "20000-29999"
 
@@ -122,6 +123,9 @@ def options(args: argparse.Namespace, environ: Mapping[str, str]) -> process.Opt
             scheduler_name=scheduler_name,
             host_port_range=port_range(args.host_port_range),
             force_host_network=args.host_network,
+        ),
+        trainjob=trainjob_setup.Settings(
+            force_host_network=args.host_network, host_port_range=port_range(args.host_port_range)
         ),
         schemes=tuple(args.enable_scheme),
         trainjobs=not args.disable_trainjob,

@@ -5,7 +5,8 @@ One module per ``kubeflow.org/v1`` framework (``tensorflow``, ``pytorch``, ``xgb
 order in :data:`FRAMEWORKS`. The generic functions read those values:
 
 - :func:`pod_contract` / :func:`service_contract`: what the operator adds to a pod or creates
-  as its headless service;
+  as its headless service; ``Settings.host_ports`` gives host-network pods their own ports,
+  which every env contract then names;
 - :func:`evaluate` / :func:`on_pod_failed`: which condition a job gets from its pods.
 
 Everything here is pure (no network, files, environment, clock or logging) and imports only
@@ -17,8 +18,10 @@ from kubetrain.frameworks._framework import (
     ContractError,
     EnvVar,
     Framework,
+    HostPorts,
     Messages,
     PodExtras,
+    PodKey,
     Settings,
     StatusRules,
 )
@@ -28,6 +31,7 @@ from kubetrain.frameworks._pod import (
     OPERATOR_NAME_LABEL,
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
+    HostPort,
     PodContract,
     ServiceContract,
     job_labels,
@@ -59,11 +63,14 @@ __all__ = [
     "ContractError",
     "EnvVar",
     "Framework",
+    "HostPort",
+    "HostPorts",
     "Messages",
     "Outcome",
     "PodContract",
     "PodExtras",
     "PodFailure",
+    "PodKey",
     "ReplicaCounts",
     "ServiceContract",
     "Settings",

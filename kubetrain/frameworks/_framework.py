@@ -11,7 +11,7 @@ It must not read the environment, files or the clock, log, or import anything be
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,34 @@ class ContractError(KubetrainError):
     """
 
 
+# A pod of a job: (CamelCase replica type, index).
+PodKey = tuple[str, int]
+
+
+class HostPorts(Mapping[PodKey, int]):
+    """Host ports by pod, read-only and hashable, so that :class:`Settings` stays a value."""
+
+    __slots__ = ("_ports",)
+
+    def __init__(self, ports: Mapping[PodKey, int] | Iterable[tuple[PodKey, int]] = ()) -> None:
+        self._ports: dict[PodKey, int] = dict(ports)
+
+    def __getitem__(self, key: PodKey) -> int:
+        return self._ports[key]
+
+    def __iter__(self) -> Iterator[PodKey]:
+        return iter(self._ports)
+
+    def __len__(self) -> int:
+        return len(self._ports)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._ports.items()))
+
+    def __repr__(self) -> str:
+        return f"HostPorts({self._ports!r})"
+
+
 @dataclass(frozen=True)
 class Settings:
     """Operator flags that change what pods look like (upstream command-line flags).
@@ -42,12 +70,22 @@ class Settings:
     ``cluster_domain`` is upstream's ``CUSTOM_CLUSTER_DOMAIN``: when set, TF endpoints end in
     ``.svc.<domain>``. The init-container and kubectl-delivery images are the
     ``--pytorch-init-container-*`` and ``--mpi-kubectl-delivery-image`` flags.
+
+    ``host_ports``: the port each host-network pod was given, by (replica type, index). Pods
+    sharing a host cannot all listen on their template's port, so such a pod listens on its own
+    one, and every env contract that names a pod's port (its own or a peer's) names that one.
+    Pods not listed listen on their template's named port.
     """
 
     cluster_domain: str = ""
     init_container_image: str = DEFAULT_INIT_CONTAINER_IMAGE
     init_container_max_tries: int = DEFAULT_INIT_CONTAINER_MAX_TRIES
     kubectl_delivery_image: str = DEFAULT_KUBECTL_DELIVERY_IMAGE
+    host_ports: Mapping[PodKey, int] = field(default_factory=HostPorts)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host_ports, HostPorts):
+            object.__setattr__(self, "host_ports", HostPorts(self.host_ports))
 
 
 @dataclass(frozen=True)

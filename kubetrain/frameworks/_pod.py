@@ -2,9 +2,10 @@
 
 Given a defaulted job, a replica type and an index, :func:`pod_contract` says the pod's name,
 the operator's labels, the env vars appended to each container (after the user's own, never
-deduplicated, as upstream does), init containers, volumes and the pod restartPolicy;
-:meth:`PodContract.apply` lays that over the replica's template. :func:`service_contract`
-does the same for the one headless service per pod. Pure: no I/O, no logging, no clock.
+deduplicated, as upstream does), init containers, volumes, the pod restartPolicy and, for a
+pod given a host port, the port it listens on; :meth:`PodContract.apply` lays that over the
+replica's template. :func:`service_contract` does the same for the one headless service per
+pod. Pure: no I/O, no logging, no clock.
 """
 
 from __future__ import annotations
@@ -26,8 +27,22 @@ JOB_ROLE_LABEL = api.JOB_ROLE_LABEL
 
 
 @dataclass(frozen=True)
+class HostPort:
+    """The port a host-network pod was given, for the named port of one of its containers."""
+
+    container: str
+    name: str
+    port: int
+
+
+@dataclass(frozen=True)
 class PodContract:
-    """The operator's additions to one pod; ``env`` and mounts are keyed by container name."""
+    """The operator's additions to one pod; ``env`` and mounts are keyed by container name.
+
+    ``host_port``: the pod listens on the host's ``port``, which its env already names; its
+    named port becomes that container port and host port, so that what the scheduler checks
+    for conflicts is what the process binds.
+    """
 
     name: str
     labels: Mapping[str, str]
@@ -38,12 +53,14 @@ class PodContract:
     volume_mounts: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     service_account_name: str | None = None
     idle_command: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    host_port: HostPort | None = None
 
     def apply(self, template: Mapping[str, Any] | None) -> dict[str, Any]:
         """A new pod template: ``template`` (not modified) with this contract laid over it.
 
         Operator labels win over template labels of the same key; env vars, init containers,
-        mounts and volumes are appended; the restartPolicy is replaced.
+        mounts and volumes are appended; the restartPolicy is replaced; a host port replaces
+        the named port's number (or is added as that port when the container lacks it).
         """
         pod = copy.deepcopy(dict(template or {}))
         metadata = pod.setdefault("metadata", {})
@@ -66,6 +83,8 @@ class PodContract:
                     *(container.get("volumeMounts") or []),
                     *copy.deepcopy(mounts),
                 ]
+        if self.host_port is not None:
+            _set_host_port(containers, self.host_port)
         if self.init_containers:
             spec["initContainers"] = [
                 *(spec.get("initContainers") or []),
@@ -77,6 +96,23 @@ class PodContract:
             spec["serviceAccountName"] = self.service_account_name
         spec["restartPolicy"] = self.restart_policy
         return pod
+
+
+def _set_host_port(containers: list[dict[str, Any]], host_port: HostPort) -> None:
+    container = next((c for c in containers if c.get("name") == host_port.container), None)
+    if container is None:
+        return
+    ports = container.get("ports")
+    if not isinstance(ports, list):
+        ports = container["ports"] = []
+    named = next(
+        (p for p in ports if isinstance(p, dict) and p.get("name") == host_port.name), None
+    )
+    if named is None:
+        named = {"name": host_port.name}
+        ports.append(named)
+    named["containerPort"] = host_port.port
+    named["hostPort"] = host_port.port
 
 
 @dataclass(frozen=True)
@@ -155,6 +191,7 @@ def pod_contract(
         labels[JOB_ROLE_LABEL] = "master"
     env = framework.env(job, rtype, index, settings)
     extras = framework.extras(job, rtype, index, settings) if framework.extras else None
+    assigned = None if unindexed else settings.host_ports.get((rtype, index))
     return PodContract(
         name=name,
         labels=labels,
@@ -165,6 +202,11 @@ def pod_contract(
         volume_mounts=dict(extras.volume_mounts) if extras else {},
         service_account_name=extras.service_account_name if extras else None,
         idle_command=extras.idle_command if extras else None,
+        host_port=(
+            HostPort(job.DEFAULT_CONTAINER, job.PORT_NAME, assigned)
+            if assigned is not None
+            else None
+        ),
     )
 
 

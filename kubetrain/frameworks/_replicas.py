@@ -1,7 +1,10 @@
-"""Reading a defaulted v1 job's replicas: pod names, replica counts, named ports.
+"""Reading a defaulted v1 job's replicas: pod names, replica counts, the ports pods listen on.
 
 Every framework's env contract is built from these few facts, so they are read one way here.
 The job must already be defaulted (``kubetrain.api.admit``): replicas and ports are then set.
+A pod's port is its host port when the operator gave it one (``Settings.host_ports``), else
+its replica type's named port: contracts ask :func:`port_of` / :func:`require_port` for a
+particular pod, never the template, so a host-network pod and its peers agree.
 Pure: no I/O, no logging.
 """
 
@@ -10,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain import api
-from kubetrain.frameworks._framework import ContainerEnv, ContractError, EnvVar
+from kubetrain.frameworks._framework import ContainerEnv, ContractError, EnvVar, Settings
 
 
 def pod_name(job_name: str, rtype: str, index: int) -> str:
@@ -67,9 +70,15 @@ def named_port(job: api.JobKind, rtype: str) -> int | None:
     return None
 
 
-def require_port(job: api.JobKind, rtype: str) -> int:
-    """The named port of ``rtype``, or :class:`ContractError` saying where it was looked for."""
-    port = named_port(job, rtype)
+def port_of(job: api.JobKind, rtype: str, index: int, settings: Settings) -> int | None:
+    """The port pod ``index`` of ``rtype`` listens on: its host port, else the named port."""
+    assigned = settings.host_ports.get((rtype, index))
+    return assigned if assigned is not None else named_port(job, rtype)
+
+
+def require_port(job: api.JobKind, rtype: str, index: int, settings: Settings) -> int:
+    """:func:`port_of`, or :class:`ContractError` saying where the named port was looked for."""
+    port = port_of(job, rtype, index, settings)
     if port is not None:
         return port
     raise missing_port(job, rtype)

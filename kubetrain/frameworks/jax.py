@@ -27,7 +27,9 @@ def is_master(present: Collection[str], rtype: str, index: int) -> bool:
 def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> ContainerEnv:
     vars_ = [
         _replicas.value("PYTHONUNBUFFERED", "1"),
-        _replicas.value("COORDINATOR_PORT", str(_replicas.require_port(job, "Worker"))),
+        _replicas.value(
+            "COORDINATOR_PORT", str(_replicas.require_port(job, "Worker", 0, settings))
+        ),
         _replicas.value("COORDINATOR_ADDRESS", _replicas.pod_name(job.name, "Worker", 0)),
         _replicas.value("NUM_PROCESSES", str(_replicas.total(job))),
         _replicas.value("PROCESS_ID", str(index)),

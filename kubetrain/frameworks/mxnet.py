@@ -29,12 +29,18 @@ def is_master(present: Collection[str], rtype: str, index: int) -> bool:
     return rtype == "Server"
 
 
-def cluster_spec(job: api.JobKind) -> dict[str, list[dict[str, Any]]]:
+def cluster_spec(
+    job: api.JobKind, settings: Settings | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Every pod's address and the port it listens on (its own one on the host network)."""
+    settings = settings or Settings()
     cluster: dict[str, list[dict[str, Any]]] = {}
     for rtype, spec in _replicas.specs(job).items():
-        port = _replicas.require_port(job, rtype)
         cluster[rtype.lower()] = [
-            {"url": _replicas.pod_name(job.name, rtype, i), "port": port}
+            {
+                "url": _replicas.pod_name(job.name, rtype, i),
+                "port": _replicas.require_port(job, rtype, i, settings),
+            }
             for i in range(spec.replicas or 0)
         ]
     return _gojson.sorted_map(cluster)
@@ -50,11 +56,11 @@ def _tuner_labels(job: api.JobKind) -> dict[str, str]:
     return _gojson.sorted_map(labels)
 
 
-def mx_config(job: api.JobKind, rtype: str, index: int) -> str:
+def mx_config(job: api.JobKind, rtype: str, index: int, settings: Settings | None = None) -> str:
     """The MX_CONFIG text for one pod, as upstream's ``json.Marshal`` writes it."""
     return _gojson.marshal(
         {
-            "cluster": cluster_spec(job),
+            "cluster": cluster_spec(job, settings),
             "labels": _tuner_labels(job),
             "task": {"type": rtype.lower(), "index": index},
         }
@@ -62,10 +68,10 @@ def mx_config(job: api.JobKind, rtype: str, index: int) -> str:
 
 
 def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> ContainerEnv:
-    cluster = cluster_spec(job)
+    cluster = cluster_spec(job, settings)
     schedulers = cluster.get("scheduler") or [{"url": "", "port": 0}]
     vars_ = [
-        _replicas.value(MX_CONFIG, mx_config(job, rtype, index)),
+        _replicas.value(MX_CONFIG, mx_config(job, rtype, index, settings)),
         _replicas.value("DMLC_PS_ROOT_PORT", str(schedulers[0]["port"])),
         _replicas.value("DMLC_PS_ROOT_URI", schedulers[0]["url"]),
         _replicas.value("DMLC_NUM_SERVER", str(len(cluster.get("server", [])))),

@@ -28,9 +28,10 @@ def is_master(present: Collection[str], rtype: str, index: int) -> bool:
     return rtype == "Master"
 
 
-def port(job: api.JobKind, rtype: str) -> int:
-    """The port named ``master`` on the ``paddle`` container; 36543 when missing."""
-    found = _replicas.named_port(job, rtype)
+def port(job: api.JobKind, rtype: str, index: int = 0, settings: Settings | None = None) -> int:
+    """The port of pod ``index``: its host port, else the port named ``master`` on the
+    ``paddle`` container, else 36543."""
+    found = _replicas.port_of(job, rtype, index, settings or Settings())
     return job.DEFAULT_PORT if found is None else found
 
 
@@ -42,7 +43,7 @@ def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> Contain
     ]
     with_master = _replicas.has(job, "Master")
     host_type = "Master" if with_master else "Worker"
-    host_port = port(job, host_type)
+    host_port = port(job, host_type, 0, settings)
     # Without a Master only Workers exist, so index 0 alone picks the host.
     if index == 0 and (rtype == "Master" or not with_master):
         vars_ += [

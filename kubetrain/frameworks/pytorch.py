@@ -47,15 +47,19 @@ def master_addr(job: api.JobKind) -> str:
     return _replicas.pod_name(job.name, "Master", 0)
 
 
-def elastic_env(job: api.JobKind) -> list[EnvVar]:
-    """The PET_* rendezvous vars of ``spec.elasticPolicy``, in upstream's order; [] without it."""
+def elastic_env(job: api.JobKind, settings: Settings | None = None) -> list[EnvVar]:
+    """The PET_* rendezvous vars of ``spec.elasticPolicy``, in upstream's order; [] without it.
+
+    Without ``rdzvPort`` the rendezvous is on worker 0's port (its host port, when it has one);
+    a ``rdzvPort`` the job sets is used as written.
+    """
     elastic = job.spec.elastic_policy
     if elastic is None:
         return []
     host = elastic.rdzv_host if elastic.rdzv_host is not None else f"{job.name}-worker-0"
     rdzv_port = elastic.rdzv_port
     if rdzv_port is None:
-        rdzv_port = _replicas.require_port(job, "Worker")
+        rdzv_port = _replicas.require_port(job, "Worker", 0, settings or Settings())
     env = [
         _replicas.value("PET_RDZV_ENDPOINT", f"{host}:{rdzv_port}"),
         _replicas.value("PET_RDZV_BACKEND", elastic.rdzv_backend or "c10d"),
@@ -96,7 +100,7 @@ def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> Contain
     total = _replicas.total(job)
     vars_: list[EnvVar] = [_replicas.value("PYTHONUNBUFFERED", "1")]
     if _replicas.has(job, "Master"):
-        port = str(_replicas.require_port(job, "Master"))
+        port = str(_replicas.require_port(job, "Master", 0, settings))
         rank = str(index + 1 if rtype == "Worker" else index)
         vars_ += [
             _replicas.value("MASTER_PORT", port),
@@ -110,7 +114,7 @@ def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> Contain
     if job.spec.nproc_per_node is not None:
         vars_.append(_replicas.value("PET_NPROC_PER_NODE", job.spec.nproc_per_node))
     if job.spec.elastic_policy is not None:
-        vars_ += elastic_env(job)
+        vars_ += elastic_env(job, settings)
     else:
         vars_.append(_replicas.value("PET_NNODES", str(total)))
     return _replicas.same_for_all(_replicas.specs(job).get(rtype), vars_)

@@ -35,29 +35,33 @@ def is_distributed(job: api.JobKind) -> bool:
     return _replicas.total(job) != 1
 
 
-def port(job: api.JobKind, rtype: str) -> int:
-    """The ``tfjob-port`` of that replica's ``tensorflow`` container; 2222 when missing."""
-    found = _replicas.named_port(job, rtype)
+def port(job: api.JobKind, rtype: str, index: int = 0, settings: Settings | None = None) -> int:
+    """The port of pod ``index``: its host port, else the ``tfjob-port`` of that replica's
+    ``tensorflow`` container, else 2222."""
+    found = _replicas.port_of(job, rtype, index, settings or Settings())
     return job.DEFAULT_PORT if found is None else found
 
 
-def cluster_spec(job: api.JobKind, cluster_domain: str = "") -> dict[str, list[str]]:
-    """Every replica's endpoint ``<pod>.<ns>.svc[.<domain>]:<port>``, keyed by lower type."""
-    domain = f".{cluster_domain}" if cluster_domain else ""
+def cluster_spec(job: api.JobKind, settings: Settings | None = None) -> dict[str, list[str]]:
+    """Every replica's endpoint ``<pod>.<ns>.svc[.<domain>]:<port>``, keyed by lower type.
+
+    Each pod is listed with its own port, so host-network pods are found where they listen.
+    """
+    settings = settings or Settings()
+    domain = f".{settings.cluster_domain}" if settings.cluster_domain else ""
     cluster: dict[str, list[str]] = {}
     for rtype, spec in _replicas.specs(job).items():
-        rt_port = port(job, rtype)
         cluster[rtype.lower()] = [
             f"{_replicas.pod_name(job.name, rtype, i)}.{_replicas.namespace(job)}.svc{domain}"
-            f":{rt_port}"
+            f":{port(job, rtype, i, settings)}"
             for i in range(spec.replicas or 0)
         ]
     return _gojson.sorted_map(cluster)
 
 
-def tf_config(job: api.JobKind, rtype: str, index: int, cluster_domain: str = "") -> str:
+def tf_config(job: api.JobKind, rtype: str, index: int, settings: Settings | None = None) -> str:
     """The TF_CONFIG text for one pod, exactly as upstream's ``json.Marshal`` writes it."""
-    cluster = cluster_spec(job, cluster_domain)
+    cluster = cluster_spec(job, settings)
     rt = rtype.lower()
     task = {"type": rt, "index": index}
     if not job.spec.enable_dynamic_worker:
@@ -81,7 +85,7 @@ def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> Contain
     names = [c.get("name") for c in _replicas.containers(_replicas.specs(job).get(rtype))]
     if job.DEFAULT_CONTAINER not in names:
         return {}
-    text = tf_config(job, rtype, index, settings.cluster_domain)
+    text = tf_config(job, rtype, index, settings)
     return {job.DEFAULT_CONTAINER: (_replicas.value(TF_CONFIG, text),)}
 
 

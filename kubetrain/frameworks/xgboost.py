@@ -3,6 +3,8 @@
 Upstream: ``pkg/controller.v1/xgboost/{xgboost,xgboostjob_controller}.go`` (v1.9.4). Every
 container gets the master's address and port, the world size and its rank (workers rank after
 the master); with more than one replica, also the worker port and addresses LightGBM reads.
+On the host network each worker's WORKER_PORT is its own port, so WORKER_PORT no longer tells
+the master every worker's port: LightGBM's machine list needs one port for all of them.
 Pure: no I/O, no logging.
 """
 
@@ -28,7 +30,7 @@ def is_master(present: Collection[str], rtype: str, index: int) -> bool:
 
 def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> ContainerEnv:
     rank = index + _replicas.replicas(job, "Master") if rtype == "Worker" else index
-    master_port = _replicas.require_port(job, "Master")
+    master_port = _replicas.require_port(job, "Master", 0, settings)
     total = _replicas.total(job)
     vars_: list[EnvVar] = [
         _replicas.value("MASTER_PORT", str(master_port)),
@@ -40,8 +42,12 @@ def env(job: api.JobKind, rtype: str, index: int, settings: Settings) -> Contain
     if total > 1:
         # One name per non-master replica, which upstream counts as total - 1.
         addrs = [_replicas.pod_name(job.name, "Worker", i) for i in range(total - 1)]
+        # A worker's WORKER_PORT is the port it listens on, its own one on the host network;
+        # the master is told worker 0's.
+        own = index if rtype == "Worker" else 0
+        worker_port = _replicas.require_port(job, "Worker", own, settings)
         vars_ += [
-            _replicas.value("WORKER_PORT", str(_replicas.require_port(job, "Worker"))),
+            _replicas.value("WORKER_PORT", str(worker_port)),
             _replicas.value("WORKER_ADDRS", ",".join(addrs)),
         ]
     return _replicas.same_for_all(_replicas.specs(job).get(rtype), vars_)

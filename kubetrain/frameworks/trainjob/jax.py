@@ -7,6 +7,8 @@ Injected into container ``node`` of the trainer-ancestor job, after ``trainer.en
 - ``JAX_COORDINATOR_ADDRESS`` = ``<job>-node-0-0.<job>:29500``;
 - container port 29500.
 
+29500 is the default of ``port``: on a shared host network each job is given its own.
+
 These are the v2 names; v1's JAXJob used ``COORDINATOR_ADDRESS``, ``NUM_PROCESSES`` and
 ``PROCESS_ID``. As for torch, kubetrain computes the env even without a ``trainer`` block.
 """
@@ -24,13 +26,13 @@ COORDINATOR_ADDRESS = "JAX_COORDINATOR_ADDRESS"
 ENV_NAMES: tuple[str, ...] = (NUM_PROCESSES, PROCESS_ID, COORDINATOR_ADDRESS)
 
 
-def env(job: api.TrainJob, runtime: api.Runtime) -> list[dict[str, Any]]:
+def env(job: api.TrainJob, runtime: api.Runtime, port: int = node.PORT) -> list[dict[str, Any]]:
     return [
         node.value_env(NUM_PROCESSES, str(node.trainer_count(job, runtime))),
         node.completion_index_env(PROCESS_ID),
-        node.value_env(COORDINATOR_ADDRESS, f"{node.master_host(job)}:{node.PORT}"),
+        node.value_env(COORDINATOR_ADDRESS, f"{node.master_host(job)}:{port}"),
     ]
 
 
-def ports() -> list[dict[str, Any]]:
-    return [node.trainer_port()]
+def ports(port: int = node.PORT) -> list[dict[str, Any]]:
+    return [node.trainer_port(port)]

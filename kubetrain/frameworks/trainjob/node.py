@@ -8,7 +8,8 @@ upstream's runtime framework computes them:
   ``trainer.numNodes`` when set;
 - the resources per node: the TrainJob's ``trainer.resourcesPerNode`` when set, else the
   ``node`` container's resources in the runtime's trainer job (by ancestor label or by name);
-- the rank-0 host ``<job>-node-0-0.<job>`` and the trainer port 29500;
+- the rank-0 host ``<job>-node-0-0.<job>`` and the trainer port 29500 (every contract takes
+  the port as an argument: on a shared host network each job is given its own instead);
 - each pod's DNS name ``<job>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>``, where the
   subdomain is the JobSet's ``network.subdomain`` or the TrainJob's name.
 
@@ -35,9 +36,9 @@ def completion_index_env(name: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": COMPLETION_INDEX_FIELD_PATH}}}
 
 
-def trainer_port() -> dict[str, Any]:
+def trainer_port(port: int = PORT) -> dict[str, Any]:
     """The container port rank 0 listens on; the JobSet's headless Service exposes it."""
-    return {"containerPort": PORT}
+    return {"containerPort": port}
 
 
 def job_name(job: api.TrainJob) -> str:
@@ -134,20 +135,24 @@ def pod_counts(job: api.TrainJob, runtime: api.Runtime) -> dict[str, int]:
     return counts
 
 
+def subdomain(job: api.TrainJob, runtime: api.Runtime) -> str:
+    """The pods' subdomain, which is also the headless Service's name."""
+    value = _dig(jobset_spec(runtime), "network", "subdomain")
+    return value if isinstance(value, str) and value else job_name(job)
+
+
 def endpoints(
     job: api.TrainJob, runtime: api.Runtime, counts: Mapping[str, int]
 ) -> dict[str, list[str]]:
     """Each replicated job's pod DNS names, for its ``replicas`` Jobs of ``counts`` pods each."""
     name = job_name(job)
-    subdomain = _dig(jobset_spec(runtime), "network", "subdomain")
-    if not isinstance(subdomain, str) or not subdomain:
-        subdomain = name
+    domain = subdomain(job, runtime)
     result: dict[str, list[str]] = {}
     for rjob in replicated_jobs(runtime):
         rname = rjob["name"]
         replicas = _int(rjob.get("replicas"), 1)
         result[rname] = [
-            f"{name}-{rname}-{replica}-{pod}.{subdomain}"
+            f"{name}-{rname}-{replica}-{pod}.{domain}"
             for replica in range(replicas)
             for pod in range(counts.get(rname, 1))
         ]

@@ -9,7 +9,8 @@ Injected into container ``node`` of the trainer-ancestor job, after the TrainJob
   the node's whole CPU count (request, else limit; at least 1). ``gpu``, and ``auto`` with a GPU,
   stay literal for torchrun to resolve. A GPU is any resource whose name contains "gpu";
 - ``PET_NODE_RANK``: the pod's Job completion index (a downward-API fieldRef);
-- ``PET_MASTER_ADDR`` = ``<job>-node-0-0.<job>`` and ``PET_MASTER_PORT`` = 29500, except for
+- ``PET_MASTER_ADDR`` = ``<job>-node-0-0.<job>`` and ``PET_MASTER_PORT`` = 29500 (or the port
+  the job was given on a shared host network: every function here takes it), except for
   torchtune (``command: [tune, run]``), which upstream passes a rendezvous endpoint on the
   command line instead; that command rewriting is not done here;
 - container port 29500.
@@ -123,35 +124,37 @@ def _pet_env(job: api.TrainJob, runtime: api.Runtime) -> list[dict[str, Any]]:
     ]
 
 
-def _master_env(job: api.TrainJob) -> list[dict[str, Any]]:
+def _master_env(job: api.TrainJob, port: int) -> list[dict[str, Any]]:
     return [
         node.value_env(MASTER_ADDR, node.master_host(job)),
-        node.value_env(MASTER_PORT, str(node.PORT)),
+        node.value_env(MASTER_PORT, str(port)),
     ]
 
 
-def _elastic_env(job: api.TrainJob, runtime: api.Runtime) -> list[dict[str, Any]]:
+def _elastic_env(job: api.TrainJob, runtime: api.Runtime, port: int) -> list[dict[str, Any]]:
     elastic = _elastic(runtime)
     if elastic is None:
         return []
     env = [
         node.value_env(RDZV_BACKEND, C10D),
-        node.value_env(RDZV_ENDPOINT, f"{node.master_host(job)}:{node.PORT}"),
+        node.value_env(RDZV_ENDPOINT, f"{node.master_host(job)}:{port}"),
     ]
     if elastic.max_restarts is not None:
         env.append(node.value_env(MAX_RESTARTS, str(elastic.max_restarts)))
     return env
 
 
-def env(job: api.TrainJob, runtime: api.Runtime) -> list[dict[str, Any]]:
+def env(job: api.TrainJob, runtime: api.Runtime, port: int = node.PORT) -> list[dict[str, Any]]:
     """The env for container ``node`` of the trainer job, in upstream's order."""
-    master = [] if is_torchtune(job) else _master_env(job)
-    return _pet_env(job, runtime) + master + _elastic_env(job, runtime)
+    master = [] if is_torchtune(job) else _master_env(job, port)
+    return _pet_env(job, runtime) + master + _elastic_env(job, runtime, port)
 
 
-def injected_env(job: api.TrainJob, runtime: api.Runtime) -> list[dict[str, Any]]:
+def injected_env(
+    job: api.TrainJob, runtime: api.Runtime, port: int = node.PORT
+) -> list[dict[str, Any]]:
     """The env for ``envInjection`` targets: always with the master variables."""
-    return _pet_env(job, runtime) + _master_env(job) + _elastic_env(job, runtime)
+    return _pet_env(job, runtime) + _master_env(job, port) + _elastic_env(job, runtime, port)
 
 
 def injection_targets(runtime: api.Runtime) -> list[tuple[str, str]]:
@@ -166,5 +169,5 @@ def injection_targets(runtime: api.Runtime) -> list[tuple[str, str]]:
     ]
 
 
-def ports() -> list[dict[str, Any]]:
-    return [node.trainer_port()]
+def ports(port: int = node.PORT) -> list[dict[str, Any]]:
+    return [node.trainer_port(port)]

@@ -10,6 +10,7 @@ names are reserved (a TrainJob may not set them):
   worker when it has no GPU;
 - container port 29500.
 
+29500 is the default of ``port``: on a shared host network each job is given its own.
 As for torch, kubetrain computes the env even without a ``trainer`` block.
 """
 
@@ -32,14 +33,14 @@ def num_workers(job: api.TrainJob, runtime: api.Runtime) -> int:
     return node.trainer_count(job, runtime) * per_node
 
 
-def env(job: api.TrainJob, runtime: api.Runtime) -> list[dict[str, Any]]:
+def env(job: api.TrainJob, runtime: api.Runtime, port: int = node.PORT) -> list[dict[str, Any]]:
     return [
         node.value_env(TRACKER_URI, node.master_host(job)),
-        node.value_env(TRACKER_PORT, str(node.PORT)),
+        node.value_env(TRACKER_PORT, str(port)),
         node.completion_index_env(TASK_ID),
         node.value_env(NUM_WORKER, str(num_workers(job, runtime))),
     ]
 
 
-def ports() -> list[dict[str, Any]]:
-    return [node.trainer_port()]
+def ports(port: int = node.PORT) -> list[dict[str, Any]]:
+    return [node.trainer_port(port)]

@@ -34,6 +34,7 @@ Must not: do I/O, read a clock, log, or know a framework by name (house rule 12)
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -617,7 +618,8 @@ class _Pass:
         assigned = self._ports(replicas)
         if assigned is None:
             return
-        env_job = ports.job_with_ports(self.job, assigned)
+        # Every pod's env names its peers' ports, so it is built knowing all of them.
+        pod_settings = dataclasses.replace(self.settings.pod, host_ports=assigned)
         for rtype, spec in specs.items():
             replica = replicas[rtype]
             warned = False
@@ -629,7 +631,7 @@ class _Pass:
                     if service is not None:
                         self.creates.append(Create(children.SERVICES, service))
                     continue
-                pod = self._pod(env_job, rtype, index, assigned.get((rtype, index)))
+                pod = self._pod(rtype, index, pod_settings)
                 if not warned and ports.template_spec(self.job, rtype).get("restartPolicy"):
                     warned = True
                     self.events.append(
@@ -644,7 +646,7 @@ class _Pass:
                     create = Create(children.SERVICES, service, then=create)
                 self.creates.append(create)
 
-    def _ports(self, replicas: Mapping[str, _Replicas]) -> dict[ports.PortKey, int] | None:
+    def _ports(self, replicas: Mapping[str, _Replicas]) -> dict[frameworks.PodKey, int] | None:
         """Host ports by (type, index): recorded on the Service, else the pod's, else new.
 
         None when the range has no free port left (``problem`` says so).
@@ -652,7 +654,7 @@ class _Pass:
         if not self.framework.creates_services:
             return {}
         used = set(self.observed.taken_ports)
-        assigned: dict[ports.PortKey, int] = {}
+        assigned: dict[frameworks.PodKey, int] = {}
         low, high = self.settings.host_port_range
         for rtype, spec in self._specs().items():
             force = self.settings.force_host_network
@@ -681,11 +683,9 @@ class _Pass:
                 assigned[(rtype, index)] = port
         return assigned
 
-    def _pod(
-        self, env_job: api.JobKind, rtype: str, index: int, port: int | None
-    ) -> dict[str, Any]:
-        contract = frameworks.pod_contract(env_job, rtype, index, self.settings.pod)
-        template = (env_job.replica_specs() or {})[rtype]
+    def _pod(self, rtype: str, index: int, pod_settings: frameworks.Settings) -> dict[str, Any]:
+        contract = frameworks.pod_contract(self.job, rtype, index, pod_settings)
+        template = (self.job.replica_specs() or {})[rtype]
         pod = contract.apply(template.template if template is not None else None)
         pod["apiVersion"] = "v1"
         pod["kind"] = "Pod"
@@ -697,8 +697,6 @@ class _Pass:
         if self.settings.force_host_network:
             spec["hostNetwork"] = True
             spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-        if port is not None:
-            ports.set_pod_port(pod, self.job, port)
         if gang.resource(self.settings) is not None:
             for reason, message in gang.decorate(pod, self.job, rtype, self.settings):
                 event = Event("Warning", reason, message)

@@ -3,22 +3,16 @@
 A pod on the host network listens on the host's own ports, so two replicas that both listen on
 "their" 23456 collide when they share a host, and so do two jobs. The operator therefore gives
 each host-network pod its own port for the framework's named port (``pytorchjob-port``,
-``tfjob-port``, ...): the container port, the host port and the service port all become it, and
-the env contract (MASTER_PORT, COORDINATOR_PORT, PADDLE_MASTER, DMLC_PS_ROOT_PORT, ...) carries
-it to the peers.
+``tfjob-port``, ...): the service port becomes it here, and the pod contract
+(``frameworks.Settings.host_ports``) makes it the container and host port and names it in the
+env of every pod (MASTER_PORT, TF_CONFIG, MX_CONFIG, COORDINATOR_PORT, PADDLE_MASTER, ...),
+one port per pod, so the peers of a replica type with several pods find each of them.
 
 Level-triggered: the port is recorded on the replica's headless Service (annotation
 :data:`HOST_PORT_ANNOTATION`), which is created before its pod and outlives pod restarts, and is
 read back from there on every reconcile; a new one is picked only for a replica without a
 Service. The pick starts at a hash of ``<ns>/<job>/<rtype>/<index>`` and walks the range to the
 first port no other Service records, so picks do not depend on the order jobs arrive in.
-
-What the env can carry: the frameworks' env contracts take one port per replica type (read from
-the job's template), so the port of index 0 of each type is the one every peer is told. That is
-right wherever peers dial only index 0 (PyTorch's master and rendezvous, JAX's coordinator,
-Paddle's master, XGBoost's master, MXNet's scheduler). TF_CONFIG and MX_CONFIG list a port per
-pod and XGBoost's WORKER_PORT is one for all workers: for replica types with more than one
-pod those need per-pod ports from ``kubetrain.frameworks``.
 
 Pure: the ports already taken and the range come in as arguments.
 """
@@ -33,8 +27,6 @@ from kubetrain import api
 from kubetrain.operator.jobs import children
 
 HOST_PORT_ANNOTATION: Final = "kubetrain.io/host-port"
-
-PortKey = tuple[str, int]  # (replica type, index)
 
 
 def template_spec(job: api.JobKind, rtype: str) -> dict[str, Any]:
@@ -97,36 +89,6 @@ def choose(seed: str, used: set[int], low: int, high: int) -> int | None:
 
 def seed(namespace: str, job: str, rtype: str, index: int) -> str:
     return f"{namespace}/{job}/{rtype.lower()}/{index}"
-
-
-def job_with_ports(job: api.JobKind, ports: Mapping[PortKey, int]) -> api.JobKind:
-    """A copy of ``job`` whose named port of each type is that type's index-0 host port.
-
-    This is the job the env contracts are computed from, so peers are told the ports the pods
-    really listen on. Types without an assigned port keep their template's.
-    """
-    if not ports:
-        return job
-    copy = job.model_copy(deep=True)
-    for rtype, spec in (copy.replica_specs() or {}).items():
-        port = ports.get((rtype, 0))
-        if spec is None or port is None or not isinstance(spec.template, dict):
-            continue
-        container = _default_container(spec.template.get("spec") or {}, job.DEFAULT_CONTAINER)
-        named = _named_port(container, job.PORT_NAME) if container is not None else None
-        if named is not None:
-            named["containerPort"] = port
-    return copy
-
-
-def set_pod_port(pod: dict[str, Any], job: api.JobKind, port: int) -> None:
-    """The pod's own named port, as container port and host port."""
-    spec = pod.get("spec") or {}
-    container = _default_container(spec, job.DEFAULT_CONTAINER)
-    named = _named_port(container, job.PORT_NAME) if container is not None else None
-    if named is not None:
-        named["containerPort"] = port
-        named["hostPort"] = port
 
 
 def set_service_port(service: dict[str, Any], job: api.JobKind, port: int) -> None:

@@ -17,6 +17,7 @@ headless Service, plus the Secrets, ConfigMaps and PodGroups the plugins ask for
     status                           conditions (Suspended, Complete, Failed, Running), deadline
     messages                         upstream's reasons and messages, word for word
     strategicmerge, podrequests      pod-template merges and pod resource sums (pure)
+    hostport                         a job's port when its pods share the host's network
     kinds, conditions, sshkeys       resources, condition lists, MPI key pairs
 
 Everything but ``reconciler`` and ``setup`` is pure (no I/O, no clock, no logging; ``sshkeys``

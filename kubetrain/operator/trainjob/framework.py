@@ -163,11 +163,12 @@ def run(
 
     Raises :class:`PluginError` when a plugin refuses the job outright.
     """
-    info = runtime_info.new_info(job, runtime)
+    context = context or BuildContext()
+    info = runtime_info.new_info(job, runtime, context.host_port)
     run_enforce_ml_policy(info, plugins)
     run_enforce_pod_group_policy(info, plugins)
     run_enforce_pod_spec(info, plugins)
     errors = run_pre_build(info, plugins)
     if errors:
         return Built(info, (), tuple(errors))
-    return Built(info, tuple(run_build(info, context or BuildContext(), plugins)), ())
+    return Built(info, tuple(run_build(info, context, plugins)), ())

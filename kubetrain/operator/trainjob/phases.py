@@ -28,9 +28,12 @@ class BuildContext:
 
     ``ssh_key_pair`` is ``(private PEM, public authorized_keys line)`` when an MPI job's SSH
     Secret does not exist yet (a new key needs randomness, which plugins may not use).
+    ``host_port``: the pods share the host's network, and this is the port the job was given
+    (recorded on its Service), for rank 0 to listen on instead of 29500.
     """
 
     ssh_key_pair: tuple[bytes, bytes] | None = None
+    host_port: int | None = None
 
 
 @dataclass(frozen=True)

@@ -6,25 +6,32 @@ One reconcile, for a TrainJob this controller manages (``spec.managedBy`` unset 
 
 1. resolve the runtime: from the snapshot ConfigMap (:mod:`.snapshot`), or, the first time,
    the namespaced TrainingRuntime or the ClusterTrainingRuntime it names, then freeze it there;
-2. run the plugin phases (:mod:`.framework`): the JobSet the job becomes, and the Secrets,
+2. with host networking forced, find the job's port (:mod:`.hostport`): the one its Service
+   records, else a free one from the range, not recorded by any Service nor just handed out
+   to another job; the Service records it once created;
+3. run the plugin phases (:mod:`.framework`): the JobSet the job becomes, and the Secrets,
    ConfigMaps and PodGroups it needs; field errors from pre-build are a Warning event
    ``TrainJobResourcesCreationFailed`` and a terminal error;
-3. observe the pods it controls (:mod:`.workload`) and compute the whole status
+4. observe the pods it controls (:mod:`.workload`) and compute the whole status
    (:mod:`.status`);
-4. a job that just finished (Complete, Failed, DeadlineExceeded) gets its status written first,
+5. a job that just finished (Complete, Failed, DeadlineExceeded) gets its status written first,
    then its active pods deleted (all pods for a passed deadline), so that no later reconcile,
    even on a stale cache, can bring it back to life: a failed TrainJob stays failed;
-5. otherwise, unless the cache still misses its own last creations or deletions
+6. otherwise, unless the cache still misses its own last creations or deletions
    (:class:`~kubetrain.operator.runtime.expectations.Expectations`), it creates what is missing
    (409 means it exists), records a restart on the Service before deleting the pods of the
    failed attempt, deletes what must go and creates the pods that are due, then writes the
    status if it changed, then sends events.
 
 Pod names are deterministic (``<job>-<replicatedJob>-<jobIndex>-<podIndex>``), so the API
-server itself refuses a second pod for an index. What the reconciler remembers in memory per
-TrainJob (the snapshot it just wrote, restart counts it just recorded, that it just finished
-the job) only bridges the time until the cache shows its own writes, like expectations; after
-a restart of the operator the API server has all of it.
+server itself refuses a second pod for an index. A change of ``trainer.numNodes`` (an elastic
+job resized, which admission allows) changes the pod count of the trainer job: the pods of new
+indexes are created and those past the new count deleted, the others kept.
+
+What the reconciler remembers in memory per TrainJob (the snapshot it just wrote, restart
+counts it just recorded, that it just finished the job, the host port it handed out) only
+bridges the time until the cache shows its own writes, like expectations; after a restart of
+the operator the API server has all of it.
 
 Must not: write anything but through ``kube.Client``, read anything but the caches (and the
 API for a snapshot or PodGroup it just found taken), or swallow cancellation.
@@ -41,9 +48,11 @@ from typing import Any, Final
 
 from kubetrain import api, kube
 from kubetrain.errors import KubetrainError
+from kubetrain.frameworks.trainjob import node
 from kubetrain.operator.runtime import cache, controller, events, expectations, handler
 from kubetrain.operator.trainjob import (
     framework,
+    hostport,
     kinds,
     messages,
     phases,
@@ -64,6 +73,10 @@ FIELD_MANAGER: Final = "trainer"
 
 class RuntimeMissing(KubetrainError):
     """The runtime a TrainJob names does not exist (yet); retried with back-off."""
+
+
+class NoFreePort(KubetrainError):
+    """Every port of the host port range is taken; retried with back-off."""
 
 
 @dataclass
@@ -91,6 +104,7 @@ class _Memory:
     secret_created: bool = False
     service_created: bool = False
     pod_groups: set[str] = field(default_factory=set)
+    host_port: int | None = None
 
 
 def utcnow() -> datetime.datetime:
@@ -107,13 +121,17 @@ class TrainJobReconciler:
         *,
         clock: Callable[[], datetime.datetime] = utcnow,
         new_key_pair: Callable[[], tuple[bytes, bytes]] = sshkeys.new_key_pair,
+        host_ports: tuple[int, int] | None = None,
     ) -> None:
+        """``host_ports``: the range each TrainJob is given a port from when its pods are put
+        on the host's network; None: pods keep their own network and rank 0 listens on 29500."""
         self.client = client
         self.stores = stores
         self.recorder = recorder
         self.expectations = expectations_
         self.clock = clock
         self.new_key_pair = new_key_pair
+        self.host_ports = host_ports
         self._memory: dict[str, _Memory] = {}
 
     # -- informer hooks ----------------------------------------------------------------------
@@ -191,7 +209,8 @@ class TrainJobReconciler:
             return controller.Result()
         job = await self._typed(raw)
         runtime = await self._runtime(raw, memory)
-        built = await self._build(raw, job, runtime, memory)
+        host_port = await self._host_port(raw, job, runtime, pods, memory)
+        built = await self._build(raw, job, runtime, memory, host_port)
         jobset = next(o for o in built.objects if o.get("kind") == "JobSet")
         extras = [o for o in built.objects if o.get("kind") != "JobSet"]
         service = self.stores.services.get(key.namespace, workload.subdomain(jobset))
@@ -318,10 +337,53 @@ class TrainJobReconciler:
         memory.snapshot = snapshot.read(raw, body)
         return memory.snapshot
 
+    # -- the host port ---------------------------------------------------------------------------
+
+    async def _host_port(
+        self,
+        raw: dict[str, Any],
+        job: api.TrainJob,
+        runtime: api.Runtime,
+        pods: Sequence[Mapping[str, Any]],
+        memory: _Memory,
+    ) -> int | None:
+        """The job's port on the host network (see :mod:`.hostport`); None when not forced."""
+        if self.host_ports is None:
+            return None
+        namespace = job.metadata.namespace or ""
+        low, high = self.host_ports
+        port = hostport.port_for(
+            namespace,
+            job.name,
+            service=self.stores.services.get(namespace, node.subdomain(job, runtime)),
+            remembered=memory.host_port,
+            pods=pods,
+            services=self.stores.services.list,
+            handed_out=[m.host_port for m in self._memory.values() if m.host_port],
+            low=low,
+            high=high,
+        )
+        if port is None:
+            error = (
+                f"TrainJob {namespace}/{job.name}: no free host port in {low}-{high}; "
+                "accepted: a larger host port range"
+            )
+            await self._failed_event(raw, error)
+            raise NoFreePort(error)
+        if port != memory.host_port:
+            log.info("TrainJob %s/%s: host port %d", namespace, job.name, port)
+        memory.host_port = port
+        return port
+
     # -- building ----------------------------------------------------------------------------------
 
     async def _build(
-        self, raw: dict[str, Any], job: api.TrainJob, runtime: api.Runtime, memory: _Memory
+        self,
+        raw: dict[str, Any],
+        job: api.TrainJob,
+        runtime: api.Runtime,
+        memory: _Memory,
+        host_port: int | None = None,
     ) -> framework.Built:
         key_pair = None
         policy = runtime.spec.ml_policy if runtime.spec is not None else None
@@ -331,7 +393,8 @@ class TrainJobReconciler:
             if self.stores.secrets.get(str(meta.get("namespace")), secret_name) is None:
                 key_pair = await asyncio.to_thread(self.new_key_pair)
         try:
-            built = framework.run(job, runtime, phases.BuildContext(ssh_key_pair=key_pair))
+            context = phases.BuildContext(ssh_key_pair=key_pair, host_port=host_port)
+            built = framework.run(job, runtime, context)
         except phases.PluginError as exc:
             await self._failed_event(raw, str(exc))
             raise controller.TerminalError(str(exc)) from exc
@@ -416,6 +479,17 @@ class TrainJobReconciler:
         restarts: tuple[int, int],
         memory: _Memory,
     ) -> None:
+        port = hostport.recorded(jobset)
+        if service is not None and port is not None and hostport.recorded(service) != port:
+            # A Service from before host networking was forced: it records the port from now on.
+            annotations = {hostport.HOST_PORT_ANNOTATION: str(port)}
+            await self.client.patch(
+                kinds.SERVICES,
+                workload.name_of(service),
+                {"metadata": {"annotations": annotations}},
+                namespace=str((service.get("metadata") or {}).get("namespace")),
+            )
+            return
         if service is not None or memory.service_created:
             return
         body = workload.desired_service(jobset, *restarts)

@@ -12,7 +12,10 @@ TrainJob may override, and cuts the JobSet template into pod sets, one per repli
   counted, so PodGroups see what the pods will ask for (upstream counted the runtime's values,
   kubeflow/trainer#2525). It replaces them, limits and requests together, as upstream does;
 - each pod set's count is the Job's ``parallelism`` (default 1), or ``mlPolicy.numNodes`` for
-  the trainer job of a runtime with an ML policy; the ML plugins then apply the TrainJob's.
+  the trainer job of a runtime with an ML policy; the ML plugins then apply the TrainJob's;
+- ``port``: where rank 0 listens for its peers (torch's rendezvous, JAX's coordinator,
+  XGBoost's tracker): 29500, or, when the pods share the host's network, the port the job was
+  given (``host_network`` then says the pods run there).
 
 The TrainJob in an Info is a deep copy: plugins may change it (torchtune rewrites the trainer
 command) and that change is never written back, as upstream. Pure: no I/O.
@@ -79,6 +82,8 @@ class RuntimeInfo:
     jobset_spec: dict[str, Any]
     pod_sets: list[PodSet]
     scheduler: Scheduler = field(default_factory=Scheduler)
+    port: int = node.PORT
+    host_network: bool = False
 
     @property
     def name(self) -> str:
@@ -164,8 +169,11 @@ def containers(rjob: dict[str, Any], key: str = "containers") -> list[dict[str, 
     return [c for c in items if isinstance(c, dict)] if isinstance(items, list) else []
 
 
-def new_info(job: api.TrainJob, runtime: api.Runtime) -> RuntimeInfo:
-    """The Info for ``job`` built on ``runtime`` (both defaulted); see the module docstring."""
+def new_info(job: api.TrainJob, runtime: api.Runtime, host_port: int | None = None) -> RuntimeInfo:
+    """The Info for ``job`` built on ``runtime`` (both defaulted); see the module docstring.
+
+    ``host_port``: the job's pods share the host's network, and rank 0 listens there.
+    """
     job = job.model_copy(deep=True)
     spec = runtime.spec
     template = spec.template if spec is not None else None
@@ -197,6 +205,8 @@ def new_info(job: api.TrainJob, runtime: api.Runtime) -> RuntimeInfo:
         ),
         jobset_spec=jobset_spec,
         pod_sets=[],
+        port=node.PORT if host_port is None else host_port,
+        host_network=host_port is not None,
     )
     counts = node.runtime_pod_counts(runtime)
     for rjob in info.replicated_jobs():

@@ -11,6 +11,10 @@ Volcano or scheduler-plugins CRDs an informer for them would never sync and the 
 would never start. Unwatched, a PodGroup is created once per TrainJob (409 = exists) and
 changed only while the job is suspended, which is all the controller needs.
 
+``force_host_network`` puts every pod on the host's network (the local control plane, whose
+pods all share the host's network, runs the operator with it): each TrainJob is then given a
+port from ``host_port_range`` for its rank 0 to listen on, instead of 29500 for all of them.
+
 Must not: reconcile, or do I/O itself (the manager starts the informers).
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kubetrain.operator.runtime import expectations, manager
-from kubetrain.operator.trainjob import framework, kinds, reconciler
+from kubetrain.operator.trainjob import framework, hostport, kinds, reconciler
 
 CONTROLLER_NAME = "trainjob_controller"
 EVENT_COMPONENT = "trainjob-controller"
@@ -31,6 +35,11 @@ class Settings:
     workers: int = DEFAULT_WORKERS
     watch_pod_groups: bool = False
     expectations_ttl: float = expectations.TTL
+    host_port_range: tuple[int, int] = hostport.DEFAULT_RANGE
+    force_host_network: bool = False
+
+    def __post_init__(self) -> None:
+        hostport.check_range(*self.host_port_range)
 
 
 def setup(manager_: manager.Manager, settings: Settings | None = None) -> None:
@@ -57,6 +66,7 @@ def setup(manager_: manager.Manager, settings: Settings | None = None) -> None:
         stores,
         manager_.recorder(EVENT_COMPONENT),
         expectations.Expectations(ttl=settings.expectations_ttl),
+        host_ports=settings.host_port_range if settings.force_host_network else None,
     )
     stores.pods.subscribe(made.observe_pod)
     manager_.controller(

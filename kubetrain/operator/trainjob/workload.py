@@ -35,6 +35,12 @@ Behaviour, as JobSet does it:
   later replicated jobs until their predecessors got there;
 - suspended: no active pods; finished: active pods are deleted, finished ones kept for logs.
 
+On a shared host network the JobSet records the job's port
+(:data:`~kubetrain.operator.trainjob.hostport.HOST_PORT_ANNOTATION`): the Service records it
+too, and only rank 0 (``<jobset>-node-0-0``, where every env contract points its peers) keeps
+that container port, as its host port; the other pods of the same template drop it, since they
+do not listen there and would otherwise all claim one host port on one node.
+
 Where the restart counts live: JobSet keeps them in its status. Here they are annotations on
 the headless Service (:data:`RESTARTS_ANNOTATION`), which is created before the first pod and
 outlives every pod, so they survive an operator restart. The Service is created even when
@@ -53,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubetrain import api
-from kubetrain.operator.trainjob import messages
+from kubetrain.operator.trainjob import hostport, messages
 
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID: Final = "jobset.sigs.k8s.io/jobset-uid"
@@ -239,6 +245,10 @@ def desired_pod(
     labels[COMPLETION_INDEX] = str(pod_index)
     annotations[COMPLETION_INDEX] = str(pod_index)
     spec.setdefault("restartPolicy", DEFAULT_RESTART_POLICY)
+    port = hostport.recorded(jobset)
+    if port is not None:
+        rank0 = rname == api.NODE and job_index == 0 and pod_index == 0
+        _claim_host_port(spec, port, rank0)
     if dns_hostnames(jobset):
         spec["hostname"] = name
         spec["subdomain"] = subdomain(jobset)
@@ -254,13 +264,33 @@ def desired_pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
 
+def _claim_host_port(spec: dict[str, Any], port: int, rank0: bool) -> None:
+    """Rank 0 declares ``port`` as its host port; the others do not declare it at all."""
+    for container in spec.get("containers") or []:
+        if not isinstance(container, dict) or not isinstance(container.get("ports"), list):
+            continue
+        kept = []
+        for entry in container["ports"]:
+            if isinstance(entry, dict) and entry.get("containerPort") == port:
+                if not rank0:
+                    continue
+                entry["hostPort"] = port
+            kept.append(entry)
+        container["ports"] = kept
+
+
 def desired_service(jobset: Mapping[str, Any], restarts: int = 0, towards_max: int = 0) -> dict:
-    """The headless Service that gives the pods their DNS names and keeps the restart counts."""
+    """The headless Service that gives the pods their DNS names, keeps the restart counts and,
+    on a shared host network, records the job's port."""
     publish = _dig(jobset, "spec", "network", "publishNotReadyAddresses")
+    annotations = restart_annotations(restarts, towards_max)
+    port = hostport.recorded(jobset)
+    if port is not None:
+        annotations[hostport.HOST_PORT_ANNOTATION] = str(port)
     metadata: dict[str, Any] = {
         "name": subdomain(jobset),
         "namespace": _dig(jobset, "metadata", "namespace"),
-        "annotations": restart_annotations(restarts, towards_max),
+        "annotations": annotations,
     }
     owners = _dig(jobset, "metadata", "ownerReferences")
     if owners:

@@ -4,6 +4,7 @@ host-network pods with a port each (what the local control plane runs the operat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from kubetrain import kube
@@ -11,10 +12,11 @@ from kubetrain.operator.jobs import gang, ports
 from kubetrain.operator.jobs.settings import Settings as JobSettings
 from kubetrain.operator.runtime import manager
 from tests.apiserver.cascade import eventually, run
-from tests.builders import pytorchjob, values
+from tests.builders import pytorchjob, tfjob, values
 from tests.integration.operator.jobs_fixtures import (
     PYTORCHJOBS,
     SERVICES,
+    TFJOBS,
     exactly,
     get,
     operator,
@@ -90,5 +92,37 @@ def test_host_network_pods_get_a_port_each_and_peers_are_told_the_masters(
             assert stored is not None
             template = stored["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
             assert "hostNetwork" not in template
+
+    run(body())
+
+
+def test_host_network_tf_pods_get_a_port_each_and_tf_config_lists_exactly_those(
+    kubeconfig: str, namespace: str, manager_settings: Settings
+) -> None:
+    async def body() -> None:
+        jobs = JobSettings(force_host_network=True, host_port_range=(22000, 22999))
+        async with operator(kubeconfig, manager_settings(), jobs) as client:
+            job = tfjob(namespace, "t").workers(2).replica("PS", 1).doc()
+            await client.create(TFJOBS, job, namespace=namespace)
+            names = {"t-worker-0", "t-worker-1", "t-ps-0"}
+            pods = await wait_pods(client, namespace, names)
+            services = await exactly(client, SERVICES, namespace, names)
+            recorded = {name: ports.recorded(service) for name, service in services.items()}
+            assert len(set(recorded.values())) == 3
+            assert all(p is not None and 22000 <= p <= 22999 for p in recorded.values())
+            cluster = {
+                "ps": [f"t-ps-0.{namespace}.svc:{recorded['t-ps-0']}"],
+                "worker": [
+                    f"t-worker-{i}.{namespace}.svc:{recorded[f't-worker-{i}']}" for i in range(2)
+                ],
+            }
+            for name, pod in pods.items():
+                container = pod["spec"]["containers"][0]
+                assert container["ports"][0]["containerPort"] == recorded[name]
+                assert container["ports"][0]["hostPort"] == recorded[name]
+                config = json.loads(values(container["env"])["TF_CONFIG"])
+                assert config["cluster"] == cluster, name
+                rtype, index = name.split("-")[1:]
+                assert config["task"] == {"type": rtype, "index": int(index)}
 
     run(body())

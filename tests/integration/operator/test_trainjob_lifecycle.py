@@ -7,6 +7,7 @@ runtime snapshots, ``managedBy``, the active deadline and ``dependsOn`` ordering
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import kinds
@@ -249,5 +250,52 @@ def test_depends_on_complete_holds_the_trainer_until_the_initializer_is_done(
 
                 await eventually(initializer_counted, "jobsStatus counts the initializer")
                 assert condition(await get_job(client, namespace, "staged"), "Complete") is None
+
+    run(body())
+
+
+def elastic_runtime(name: str, low: int, high: int) -> dict[str, Any]:
+    """The built-in torch runtime made elastic (a runtime may not set numNodes then)."""
+    doc = builtin_runtime("torch_distributed.yaml", name)
+    policy = doc["spec"]["mlPolicy"]
+    policy.pop("numNodes", None)
+    policy["torch"]["elasticPolicy"] = {"minNodes": low, "maxNodes": high}
+    return doc
+
+
+def test_an_elastic_trainjob_resized_while_running_gets_the_new_node(
+    kubeconfig: str, namespace: str, manager_settings: Settings
+) -> None:
+    runtime_name = f"torch-elastic-{namespace}"
+
+    async def body() -> None:
+        async with (
+            operator(kubeconfig, manager_settings()) as client,
+            cluster_runtime(client, elastic_runtime(runtime_name, 2, 4)),
+        ):
+            job = trainjob("grow", runtime_name, trainer={"numNodes": 2})
+            await client.create(kinds.TRAINJOBS, job, namespace=namespace)
+            first = {"grow-node-0-0", "grow-node-0-1"}
+            pods = await wait_pods(client, namespace, first)
+            for name in sorted(first):
+                await set_phase(client, namespace, name, "Running", ready=True)
+            await wait_condition(client, namespace, "grow", "Running")
+
+            await client.patch(
+                kinds.TRAINJOBS, "grow", {"spec": {"trainer": {"numNodes": 3}}}, namespace=namespace
+            )
+            grown = await wait_pods(client, namespace, {*first, "grow-node-0-2"})
+            assert {n: grown[n]["metadata"]["uid"] for n in first} == {
+                n: pods[n]["metadata"]["uid"] for n in first
+            }, "the running nodes are kept"
+            env = env_of(grown["grow-node-0-2"])
+            assert env["PET_NNODES"] == "2:4"
+            assert env["PET_RDZV_ENDPOINT"] == "grow-node-0-0.grow:29500"
+            assert env["PET_NNODES"] == env_of(grown["grow-node-0-0"])["PET_NNODES"]
+
+            await client.patch(
+                kinds.TRAINJOBS, "grow", {"spec": {"trainer": {"numNodes": 2}}}, namespace=namespace
+            )
+            await wait_pods(client, namespace, first)
 
     run(body())

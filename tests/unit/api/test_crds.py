@@ -947,3 +947,14 @@ def test_a_trainjob_with_a_negative_node_count_does_not_conform() -> None:
 def test_a_trainjob_without_a_runtime_ref_does_not_conform() -> None:
     raw = {**TRAINJOB, "spec": {"trainer": {"numNodes": 1}}}
     assert violations(raw, schema_of("TrainJob")) == ["spec.runtimeRef: Required value"]
+
+
+def test_the_trainer_rule_keeps_every_field_but_num_nodes_as_it_was() -> None:
+    """numNodes is left to admission, which allows it to change on an elastic runtime only."""
+    trainer = at(schema_of("TrainJob"), "spec.trainer")
+    (rule,) = trainer["x-kubernetes-validations"]
+    assert rule["message"] == "field is immutable"
+    compared = set(re.findall(r"self\.(\w+) == oldSelf\.\1", rule["rule"]))
+    assert compared == set(trainer["properties"]) - {"numNodes"}
+    for name in compared:
+        assert f"has(self.{name}) == has(oldSelf.{name})" in rule["rule"]

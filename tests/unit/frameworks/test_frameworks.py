@@ -251,3 +251,51 @@ def test_the_outcome_of_a_pass_is_its_first_failure_else_its_last_change() -> No
     assert frameworks.Outcome((running,)).finished is False
     assert frameworks.Outcome((running, done)).finished is True
     assert frameworks.Outcome().condition is None
+
+
+# --- host ports ----------------------------------------------------------------------------
+
+
+def test_settings_with_host_ports_stay_an_immutable_hashable_value() -> None:
+    given = {("Worker", 0): 20000}
+    settings = frameworks.Settings(host_ports=given)
+    given[("Worker", 1)] = 20001
+    assert dict(settings.host_ports) == {("Worker", 0): 20000}
+    assert settings == frameworks.Settings(host_ports={("Worker", 0): 20000})
+    assert hash(settings) == hash(frameworks.Settings(host_ports={("Worker", 0): 20000}))
+    assert frameworks.Settings().host_ports == {}
+
+
+HOST_PORT_CONTAINERS = [
+    pytest.param(
+        [{"name": "pytorch", "image": "x"}],
+        [{"name": "pytorchjob-port", "containerPort": 20001, "hostPort": 20001}],
+        id="a container without the named port gets it, at its host port",
+    ),
+    pytest.param(
+        [{"name": "pytorch", "image": "x", "ports": [{"name": "metrics", "containerPort": 9}]}],
+        [
+            {"name": "metrics", "containerPort": 9},
+            {"name": "pytorchjob-port", "containerPort": 20001, "hostPort": 20001},
+        ],
+        id="other ports of the container are kept",
+    ),
+]
+
+
+@pytest.mark.parametrize(("containers", "expected"), HOST_PORT_CONTAINERS)
+def test_a_host_port_becomes_the_named_container_port(
+    containers: list[dict[str, Any]], expected: list[dict[str, Any]]
+) -> None:
+    job = pytorchjob().workers(1).build()
+    settings = frameworks.Settings(host_ports={("Worker", 0): 20001})
+    pod = frameworks.pod_contract(job, "Worker", 0, settings).apply(
+        {"spec": {"containers": containers}}
+    )
+    assert pod["spec"]["containers"][0]["ports"] == expected
+
+
+def test_an_unindexed_pod_gets_no_host_port() -> None:
+    job = mpijob().replica("Launcher", 1).workers(1).build()
+    settings = frameworks.Settings(host_ports={("Launcher", 0): 20001})
+    assert frameworks.pod_contract(job, "Launcher", 0, settings).host_port is None

@@ -87,3 +87,19 @@ def test_status(policy: str | None, observed: Any, expected: tuple[Any, ...]) ->
     active, succeeded, failed = observed
     counts = {"Worker": frameworks.ReplicaCounts(active=active, succeeded=succeeded, failed=failed)}
     assert frameworks.evaluate(job, counts).changes == expected
+
+
+# --- host-network pods, each on its own port -----------------------------------------------
+
+HOST_PORTS = [
+    pytest.param(2, "6666", id="a worker is told worker 0's host port as the coordinator's"),
+    pytest.param(0, "6666", id="the coordinator is told its own host port"),
+]
+
+
+@pytest.mark.parametrize(("index", "expected"), HOST_PORTS)
+def test_the_coordinator_port_is_worker_0s_host_port(index: int, expected: str) -> None:
+    job = jaxjob("ns", "j").workers(3).build()
+    ports = {("Worker", 0): 6666, ("Worker", 1): 6667, ("Worker", 2): 6668}
+    env = frameworks.pod_contract(job, "Worker", index, frameworks.Settings(host_ports=ports))
+    assert {"name": "COORDINATOR_PORT", "value": expected} in env.env["jax"]

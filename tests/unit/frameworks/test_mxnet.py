@@ -119,3 +119,47 @@ def test_status(
         for rtype, (a, s, f) in observed.items()
     }
     assert frameworks.evaluate(builder.build(), counts).changes == expected
+
+
+# --- host-network pods, each on its own port -----------------------------------------------
+
+MX_PORTS = {
+    ("Scheduler", 0): 20000,
+    ("Server", 0): 20001,
+    ("Worker", 0): 20002,
+    ("Worker", 1): 20003,
+}
+
+
+def host_env_of(job: Any, rtype: str, index: int) -> dict[str, str]:
+    settings = frameworks.Settings(host_ports=MX_PORTS)
+    env = frameworks.pod_contract(job, rtype, index, settings).env["mxnet"]
+    return {var["name"]: var["value"] for var in env}
+
+
+HOST_PORTS = [
+    pytest.param(
+        "Worker",
+        1,
+        "MX_CONFIG",
+        '{"cluster":{"scheduler":[{"url":"test-mxjob-scheduler-0","port":20000}],'
+        '"server":[{"url":"test-mxjob-server-0","port":20001}],'
+        '"worker":[{"url":"test-mxjob-worker-0","port":20002},'
+        '{"url":"test-mxjob-worker-1","port":20003}]},'
+        '"labels":{"scheduler":"","server":"","worker":""},'
+        '"task":{"type":"worker","index":1}}',
+        id="MX_CONFIG lists every pod at its own host port",
+    ),
+    pytest.param(
+        "Server",
+        0,
+        "DMLC_PS_ROOT_PORT",
+        "20000",
+        id="the scheduler's host port is the root port every pod dials",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rtype", "index", "name", "expected"), HOST_PORTS)
+def test_mxnet_env_names_host_ports(rtype: str, index: int, name: str, expected: str) -> None:
+    assert host_env_of(ps_job(), rtype, index)[name] == expected

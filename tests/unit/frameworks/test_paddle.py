@@ -116,3 +116,31 @@ def test_status(
         for rtype, (a, s, f) in observed.items()
     }
     assert frameworks.evaluate(builder.build(), counts).changes == expected
+
+
+# --- host-network pods, each on its own port -----------------------------------------------
+
+PADDLE_PORTS = {("Master", 0): 20000, ("Worker", 0): 20001, ("Worker", 1): 20002}
+HOST_PORTS = [
+    pytest.param(True, "Master", 0, "$(POD_IP_DUMMY):20000",
+                 id="master 0 advertises its own IP at its own host port"),
+    pytest.param(True, "Worker", 1, "test-paddlejob-master-0:20000",
+                 id="a worker dials the master at the master's host port"),
+    pytest.param(False, "Worker", 0, "$(POD_IP_DUMMY):20001",
+                 id="without a master, worker 0 advertises its own host port"),
+    pytest.param(False, "Worker", 1, "test-paddlejob-worker-0:20001",
+                 id="without a master, worker 1 dials worker 0's host port"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("with_master", "rtype", "index", "expected"), HOST_PORTS)
+def test_paddle_master_is_at_the_host_port(
+    with_master: bool, rtype: str, index: int, expected: str
+) -> None:
+    builder = paddlejob()
+    if with_master:
+        builder.master()
+    builder.workers(2)
+    settings = frameworks.Settings(host_ports=PADDLE_PORTS)
+    env = frameworks.pod_contract(builder.build(), rtype, index, settings).env["paddle"]
+    assert [var["value"] for var in env if var["name"] == "PADDLE_MASTER"] == [expected]

@@ -362,3 +362,80 @@ def test_replica_status_selector_is_sorted_labels_with_the_lower_case_type() -> 
         "training.kubeflow.org/operator-name=pytorchjob-controller,"
         "training.kubeflow.org/replica-type=worker"
     )
+
+
+# --- host-network pods, each on its own port -----------------------------------------------
+
+TORCH_PORTS = {("Master", 0): 20000, ("Worker", 0): 20001, ("Worker", 1): 20002}
+
+
+def host_env_of(job: Any, rtype: str, index: int, ports: dict[Any, int]) -> dict[str, str]:
+    settings = frameworks.Settings(host_ports=ports)
+    env = frameworks.pod_contract(job, rtype, index, settings).env["pytorch"]
+    return {var["name"]: var["value"] for var in env}
+
+
+HOST_PORTS = [
+    pytest.param(
+        dict(master=True, elastic=None),
+        "Worker",
+        1,
+        {"MASTER_PORT": "20000", "PET_MASTER_PORT": "20000"},
+        id="every pod is told the master's host port, not the template's",
+    ),
+    pytest.param(
+        dict(master=True, elastic=None),
+        "Master",
+        0,
+        {"MASTER_PORT": "20000", "PET_MASTER_PORT": "20000"},
+        id="the master is told its own host port, where it listens",
+    ),
+    pytest.param(
+        dict(master=False, elastic={}),
+        "Worker",
+        1,
+        {"PET_RDZV_ENDPOINT": "el-worker-0:20001"},
+        id="the rendezvous is at worker 0's host port",
+    ),
+    pytest.param(
+        dict(master=False, elastic={"rdzvPort": 29400}),
+        "Worker",
+        1,
+        {"PET_RDZV_ENDPOINT": "el-worker-0:29400"},
+        id="a rendezvous port the job sets is kept as written",
+    ),
+]
+
+
+@pytest.mark.parametrize(("shape", "rtype", "index", "expected"), HOST_PORTS)
+def test_ports_in_the_env_are_the_host_ports(
+    shape: dict[str, Any], rtype: str, index: int, expected: dict[str, str]
+) -> None:
+    builder = pytorchjob("ns", "el")
+    if shape["master"]:
+        builder.master()
+    builder.workers(2)
+    if shape["elastic"] is not None:
+        builder.spec(elasticPolicy=shape["elastic"])
+    env = host_env_of(builder.build(), rtype, index, TORCH_PORTS)
+    assert {name: env.get(name) for name in expected} == expected
+
+
+def test_a_pytorch_pod_with_a_host_port_listens_there_and_others_keep_theirs() -> None:
+    job = pytorchjob().master().workers(1, sidecars=("logger",)).build()
+    settings = frameworks.Settings(host_ports={("Worker", 0): 20001})
+    template = job.replica_specs()["Worker"].template
+    pod = frameworks.pod_contract(job, "Worker", 0, settings).apply(template)
+    main, sidecar = pod["spec"]["containers"]
+    assert main["ports"] == [{"name": "pytorchjob-port", "containerPort": 20001, "hostPort": 20001}]
+    assert "ports" not in sidecar
+    master = frameworks.pod_contract(job, "Master", 0, settings).apply(
+        job.replica_specs()["Master"].template
+    )
+    assert master["spec"]["containers"][0]["ports"] == [
+        {"name": "pytorchjob-port", "containerPort": 23456}
+    ]
+    assert template["spec"]["containers"][0]["ports"][0] == {
+        "name": "pytorchjob-port",
+        "containerPort": 23456,
+    }, "the job's template is not changed"

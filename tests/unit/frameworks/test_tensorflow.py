@@ -334,3 +334,64 @@ def test_with_dynamic_workers_a_failed_ps_still_fails_the_job() -> None:
     assert outcome.types == ("Failed", "Running")
     assert outcome.condition is not None
     assert outcome.condition.type == "Failed"
+
+
+# --- host-network pods, each on its own port -----------------------------------------------
+
+TF_PORTS = {("Worker", 0): 20000, ("Worker", 1): 20001, ("PS", 0): 20002}
+HOST_PORTS = [
+    pytest.param(
+        TF_PORTS,
+        "Worker",
+        1,
+        '{"cluster":{"ps":["j-ps-0.ns.svc:20002"],'
+        '"worker":["j-worker-0.ns.svc:20000","j-worker-1.ns.svc:20001"]},'
+        '"task":{"type":"worker","index":1},"environment":"cloud"}',
+        id="every pod of every type is listed at its own host port",
+    ),
+    pytest.param(
+        TF_PORTS,
+        "PS",
+        0,
+        '{"cluster":{"ps":["j-ps-0.ns.svc:20002"],'
+        '"worker":["j-worker-0.ns.svc:20000","j-worker-1.ns.svc:20001"]},'
+        '"task":{"type":"ps","index":0},"environment":"cloud"}',
+        id="a PS sees the same cluster as the workers",
+    ),
+    pytest.param(
+        {("Worker", 0): 20000, ("Worker", 1): 20001},
+        "Worker",
+        0,
+        '{"cluster":{"ps":["j-ps-0.ns.svc:2222"],'
+        '"worker":["j-worker-0.ns.svc:20000","j-worker-1.ns.svc:20001"]},'
+        '"task":{"type":"worker","index":0},"environment":"cloud"}',
+        id="a type off the host network keeps its template's port",
+    ),
+]
+
+
+@pytest.mark.parametrize(("host_ports", "rtype", "index", "expected"), HOST_PORTS)
+def test_tf_config_names_each_pods_host_port(
+    host_ports: dict[tuple[str, int], int], rtype: str, index: int, expected: str
+) -> None:
+    job = tfjob("ns", "j").workers(2).replica("PS", 1).build()
+    assert tf_config_of(job, rtype, index, host_ports=host_ports) == expected
+
+
+def test_a_sparse_worker_names_its_own_host_port_and_every_ps_at_theirs() -> None:
+    job = tfjob("ns", "j").workers(2).replica("PS", 1).spec(enableDynamicWorker=True).build()
+    assert tf_config_of(job, "Worker", 1, host_ports=TF_PORTS) == (
+        '{"cluster":{"worker":{"1":"j-worker-1.ns.svc:20001"},"ps":["j-ps-0.ns.svc:20002"]},'
+        '"task":{"type":"worker","index":1}}'
+    )
+
+
+def test_a_tf_pod_with_a_host_port_listens_there() -> None:
+    job = tfjob("ns", "j").workers(2).build()
+    settings = frameworks.Settings(host_ports=TF_PORTS)
+    pod = frameworks.pod_contract(job, "Worker", 1, settings).apply(
+        job.replica_specs()["Worker"].template
+    )
+    assert pod["spec"]["containers"][0]["ports"] == [
+        {"name": "tfjob-port", "containerPort": 20001, "hostPort": 20001}
+    ]

@@ -142,3 +142,29 @@ def test_status(policy: str | None, observed: dict[str, Any], expected: tuple[An
         for rtype, (a, s, f) in observed.items()
     }
     assert frameworks.evaluate(job, counts).changes == expected
+
+
+# --- host-network pods, each on its own port -----------------------------------------------
+
+XGB_PORTS = {("Master", 0): 20000, ("Worker", 0): 20001, ("Worker", 1): 20002}
+HOST_PORTS = [
+    pytest.param("Master", 0, ("20000", "20001"),
+                 id="the master listens on its host port and is told worker 0's"),
+    pytest.param("Worker", 0, ("20000", "20001"),
+                 id="worker 0 is told the master's host port and listens on its own"),
+    pytest.param("Worker", 1, ("20000", "20002"),
+                 id="worker 1's WORKER_PORT is its own host port"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rtype", "index", "expected"), HOST_PORTS)
+def test_master_and_worker_ports_are_host_ports(
+    rtype: str, index: int, expected: tuple[str, str]
+) -> None:
+    job = xgboostjob().master().workers(2).build()
+    settings = frameworks.Settings(host_ports=XGB_PORTS)
+    env = dict(
+        (var["name"], var["value"])
+        for var in frameworks.pod_contract(job, rtype, index, settings).env["xgboost"]
+    )
+    assert (env["MASTER_PORT"], env["WORKER_PORT"]) == expected

@@ -1,5 +1,6 @@
 """JAX: ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID`` and ``JAX_COORDINATOR_ADDRESS`` for
-``jax.distributed.initialize()``, and the coordinator port, on the trainer's ``node`` container.
+``jax.distributed.initialize()``, and the coordinator port (the Info's ``port``), on the
+trainer's ``node`` container.
 
 The variables are :mod:`kubetrain.frameworks.trainjob.jax`'s; this plugin applies the node count
 and puts them after the TrainJob's own env.
@@ -20,5 +21,5 @@ class JAX:
         if info.ml_policy is None or info.ml_policy.jax is None:
             return
         trainer.apply_num_nodes(info, node.trainer_count(info.job, info.runtime))
-        trainer.apply_env(info, contract.env(info.job, info.runtime))
-        trainer.apply_ports(info, contract.ports())
+        trainer.apply_env(info, contract.env(info.job, info.runtime, info.port))
+        trainer.apply_ports(info, contract.ports(info.port))

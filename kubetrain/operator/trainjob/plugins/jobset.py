@@ -14,6 +14,10 @@
     the ``node`` job's ``node`` container gets ``trainer.env`` too;
   - the gang-scheduling labels and annotations on every pod template, and
     ``suspend = spec.suspend``;
+  - on a shared host network (the Info's ``host_network``): ``hostNetwork: true`` and
+    ``dnsPolicy: ClusterFirstWithHostNet`` on every pod template, and the job's port recorded
+    on the JobSet (:data:`~kubetrain.operator.trainjob.hostport.HOST_PORT_ANNOTATION`), from
+    where the workload puts it on the Service and on rank 0 alone;
   - name, namespace, labels and annotations of the TrainJob's Info, and a controller reference
     to the TrainJob.
 
@@ -29,7 +33,7 @@ import copy
 from typing import Any, Final
 
 from kubetrain import api
-from kubetrain.operator.trainjob import phases, runtime_info, strategicmerge, workload
+from kubetrain.operator.trainjob import hostport, phases, runtime_info, strategicmerge, workload
 
 API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
 KIND: Final = "JobSet"
@@ -118,6 +122,12 @@ def _trainer(rjob: dict[str, Any], info: runtime_info.RuntimeInfo, is_trainer: b
         strategicmerge.upsert_env(_list(container, "env"), trainer.env)
 
 
+def _host_network(rjob: dict[str, Any]) -> None:
+    pod_spec = runtime_info.ensure_pod_spec(rjob)
+    pod_spec["hostNetwork"] = True
+    pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
+
+
 def _scheduler_metadata(rjob: dict[str, Any], scheduler: runtime_info.Scheduler) -> None:
     """The gang-scheduling labels and annotations, merged into the pod template's."""
     for key, values in (
@@ -161,13 +171,18 @@ class JobSet:
             if is_trainer or (launcher_as_node and rjob.get("name") == api.NODE):
                 _trainer(rjob, info, is_trainer)
             _scheduler_metadata(rjob, info.scheduler)
+            if info.host_network:
+                _host_network(rjob)
         job_spec = info.job.spec
         spec["suspend"] = bool(job_spec.suspend) if job_spec is not None else False
         metadata = info.object_meta(info.name)
         if info.labels:
             metadata["labels"] = dict(info.labels)
-        if info.annotations:
-            metadata["annotations"] = dict(info.annotations)
+        annotations = dict(info.annotations)
+        if info.host_network:
+            annotations[hostport.HOST_PORT_ANNOTATION] = str(info.port)
+        if annotations:
+            metadata["annotations"] = annotations
         return [{"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}]
 
     def status(

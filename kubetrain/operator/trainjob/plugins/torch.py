@@ -1,5 +1,6 @@
-"""Torch: torchrun's ``PET_*`` env and port 29500 on the trainer, ``envInjection`` targets, and
-torchtune's command rewriting; elastic runtimes get the c10d rendezvous.
+"""Torch: torchrun's ``PET_*`` env and port 29500 on the trainer (the Info's ``port``: the job's
+own on a shared host network), ``envInjection`` targets, and torchtune's command rewriting;
+elastic runtimes get the c10d rendezvous.
 
 The env contract, node counts (including elastic ``minNodes..maxNodes``: the job starts at the
 TrainJob's ``numNodes``, else ``maxNodes``, and ``PET_NNODES`` is ``min:max``) and
@@ -27,14 +28,14 @@ class Torch:
         if info.ml_policy is None or info.ml_policy.torch is None:
             return
         trainer.apply_num_nodes(info, contract.node_count(info.job, info.runtime))
-        trainer.apply_env(info, contract.env(info.job, info.runtime))
-        trainer.apply_ports(info, contract.ports())
+        trainer.apply_env(info, contract.env(info.job, info.runtime, info.port))
+        trainer.apply_ports(info, contract.ports(info.port))
         for job_name, container_name in contract.injection_targets(info.runtime):
             pod_set = info.pod_set(job_name)
             container = pod_set.container(container_name) if pod_set is not None else None
             if container is not None:
                 strategicmerge.upsert_env(
-                    container.env, contract.injected_env(info.job, info.runtime)
+                    container.env, contract.injected_env(info.job, info.runtime, info.port)
                 )
         if contract.is_torchtune(info.job):
             torchtune.rewrite_command(info)

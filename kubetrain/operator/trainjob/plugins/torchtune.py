@@ -2,7 +2,8 @@
 
 A TrainJob whose trainer command is exactly ``tune run`` gets, appended to that command:
 
-- ``--rdzv_endpoint=<job>-node-0-0.<job>:29500`` when the job spans several nodes or devices
+- ``--rdzv_endpoint=<job>-node-0-0.<job>:29500`` (the job's own port on a shared host network)
+  when the job spans several nodes or devices
   (more than one node; an integer ``numProcPerNode`` above 1; a word with more than one GPU);
 - the recipe and ``--config <model><suffix>`` chosen from the node count, processes per node,
   GPUs per node and the LoRA/QLoRA settings in the args (upstream's ``getRecipeAndConfig``);
@@ -136,7 +137,7 @@ def rewrite_command(info: runtime_info.RuntimeInfo) -> None:
     gpus = node.gpus_per_node(info.job, info.runtime)
     extra: list[str] = []
     if nodes > 1 or (isinstance(nproc, int) and nproc > 1) or (isinstance(nproc, str) and gpus > 1):
-        extra.append(f"{RDZV_ENDPOINT_ARG}={node.master_host(info.job)}:{node.PORT}")
+        extra.append(f"{RDZV_ENDPOINT_ARG}={node.master_host(info.job)}:{info.port}")
     recipe, config = recipe_and_config(info)
     extra += [recipe, CONFIG_ARG, config]
     extra += _runtime_overrides(info)

@@ -1,5 +1,6 @@
 """XGBoost: the DMLC tracker variables (``DMLC_TRACKER_URI``/``PORT``, ``DMLC_TASK_ID``,
-``DMLC_NUM_WORKER``) and the tracker port, on the trainer's ``node`` container.
+``DMLC_NUM_WORKER``) and the tracker port (the Info's ``port``), on the trainer's ``node``
+container.
 
 The variables are :mod:`kubetrain.frameworks.trainjob.xgboost`'s; admission already rejects a
 TrainJob that sets them (``<NAME> is reserved for the XGBoost runtime``).
@@ -20,5 +21,5 @@ class XGBoost:
         if info.ml_policy is None or info.ml_policy.xgboost is None:
             return
         trainer.apply_num_nodes(info, node.trainer_count(info.job, info.runtime))
-        trainer.apply_env(info, contract.env(info.job, info.runtime))
-        trainer.apply_ports(info, contract.ports())
+        trainer.apply_env(info, contract.env(info.job, info.runtime, info.port))
+        trainer.apply_ports(info, contract.ports(info.port))

@@ -42,3 +42,13 @@ def test_jax_env(runtime_nodes: int, trainer: dict[str, Any], expected: str) -> 
         {"name": "JAX_COORDINATOR_ADDRESS", "value": "jax-job-node-0-0.jax-job:29500"},
     ]
     assert jax.ports() == [{"containerPort": 29500}]
+
+
+def test_a_jobs_own_port_is_the_coordinators() -> None:
+    rt = admitted(runtime("jax", name="jax-distributed").build())
+    job = admitted(trainjob("j", runtime_name="jax-distributed").build())
+    assert jax.env(job, rt, 20007)[-1] == {
+        "name": "JAX_COORDINATOR_ADDRESS",
+        "value": "j-node-0-0.j:20007",
+    }
+    assert jax.ports(20007) == [{"containerPort": 20007}]

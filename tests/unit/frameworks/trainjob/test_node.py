@@ -97,3 +97,18 @@ def test_a_malformed_template_reads_as_empty_not_an_error() -> None:
     job = admitted(trainjob("a").build())
     assert node.pod_counts(job, obj) == {"ok": 1}
     assert node.endpoints(job, obj, {"ok": 1}) == {"ok": ["a-ok-0-0.a"]}
+
+
+@pytest.mark.parametrize(
+    ("network", "expected"),
+    [
+        pytest.param(None, "job", id="the job's name without a network block"),
+        pytest.param({"subdomain": "train"}, "train", id="the JobSet's network.subdomain"),
+        pytest.param({"subdomain": ""}, "job", id="an empty subdomain counts as unset"),
+    ],
+)
+def test_subdomain_names_the_headless_service(network: Any, expected: str) -> None:
+    builder = runtime("torch")
+    if network is not None:
+        builder.jobset(network=network)
+    assert node.subdomain(admitted(trainjob("job").build()), admitted(builder.build())) == expected

@@ -278,3 +278,28 @@ def test_env_injection_targets_get_the_master_variables_even_for_torchtune() -> 
 def test_validation_reserves_exactly_the_names_the_contract_injects() -> None:
     assert torch.RESERVED_ENV == _trainer_validation.TORCH_RESERVED_ENV
     assert torch.ELASTIC_RESERVED_ENV == _trainer_validation.TORCH_ELASTIC_RESERVED_ENV
+
+
+# --- a job given its own port (pods on a shared host network) ------------------------------
+
+PORTS = [
+    pytest.param(
+        runtime("torch").build(),
+        {"PET_MASTER_PORT": "20007"},
+        id="the master port is the job's",
+    ),
+    pytest.param(
+        runtime("torch").policy("torch", elasticPolicy={"minNodes": 1, "maxNodes": 2}).build(),
+        {"PET_MASTER_PORT": "20007", "PET_RDZV_ENDPOINT": "job-node-0-0.job:20007"},
+        id="the elastic rendezvous endpoint is at the job's port",
+    ),
+]
+
+
+@pytest.mark.parametrize(("runtime_doc", "expected"), PORTS)
+def test_a_jobs_own_port_replaces_29500(runtime_doc: dict[str, Any], expected: Any) -> None:
+    job, rt = admitted(trainjob("job").build()), admitted(runtime_doc)
+    for found in (torch.env(job, rt, 20007), torch.injected_env(job, rt, 20007)):
+        values = {var["name"]: var.get("value") for var in found}
+        assert {name: values.get(name) for name in expected} == expected
+    assert torch.ports(20007) == [{"containerPort": 20007}]

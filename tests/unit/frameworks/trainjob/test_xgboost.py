@@ -84,3 +84,10 @@ def test_xgboost_env(
 
 def test_validation_reserves_exactly_the_names_the_contract_injects() -> None:
     assert xgboost.RESERVED_ENV == _trainer_validation.XGBOOST_RESERVED_ENV
+
+
+def test_a_jobs_own_port_is_the_trackers() -> None:
+    rt = admitted(runtime("xgboost").build())
+    job = admitted(trainjob("xgb", runtime_name="xgboost-distributed").build())
+    assert xgboost.env(job, rt, 20007)[1] == {"name": "DMLC_TRACKER_PORT", "value": "20007"}
+    assert xgboost.ports(20007) == [{"containerPort": 20007}]

@@ -3,12 +3,13 @@ and told to the peers through the env contract."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from kubetrain.operator.jobs import ports, settings
-from tests.builders import jaxjob, pytorchjob, values
+from tests.builders import jaxjob, mxjob, pytorchjob, tfjob, values, xgboostjob
 from tests.unit.operator.jobs.world import World, at
 
 FORCED = settings.Settings(force_host_network=True, host_port_range=(20000, 20009))
@@ -57,6 +58,56 @@ def test_jax_workers_are_told_the_coordinators_port() -> None:
     coordinator = ports.recorded(world.services["j-worker-0"])
     env = values(world.pods["j-worker-2"]["spec"]["containers"][0]["env"])
     assert env["COORDINATOR_PORT"] == str(coordinator)
+
+
+def test_tf_config_lists_every_pod_at_the_port_its_service_records() -> None:
+    world = World(tfjob("ns", "t").workers(2).replica("PS", 1).doc(), FORCED)
+    world.step()
+    recorded = {name: ports.recorded(s) for name, s in world.services.items()}
+    assert len(set(recorded.values())) == 3
+    expected = {
+        "ps": [f"t-ps-0.ns.svc:{recorded['t-ps-0']}"],
+        "worker": [f"t-worker-{i}.ns.svc:{recorded[f't-worker-{i}']}" for i in range(2)],
+    }
+    for name, pod in world.pods.items():
+        config = json.loads(values(pod["spec"]["containers"][0]["env"])["TF_CONFIG"])
+        assert config["cluster"] == expected, name
+        assert named_port(pod)["containerPort"] == recorded[name]
+
+
+def test_a_pod_recreated_beside_running_peers_is_told_their_recorded_ports() -> None:
+    world = World(tfjob("ns", "t").workers(2, restart_policy="ExitCode").doc(), FORCED)
+    world.step()
+    before = values(world.pods["t-worker-0"]["spec"]["containers"][0]["env"])["TF_CONFIG"]
+    world.run()
+    world.exit("t-worker-1", 137)
+    world.step(at(1))
+    world.step(at(2))
+    after = values(world.pods["t-worker-1"]["spec"]["containers"][0]["env"])["TF_CONFIG"]
+    assert json.loads(after)["cluster"] == json.loads(before)["cluster"]
+
+
+def test_mx_config_lists_every_pod_at_its_own_port() -> None:
+    doc = mxjob("ns", "m").replica("Scheduler", 1).replica("Server", 1).workers(2).doc()
+    world = World(doc, FORCED)
+    world.step()
+    recorded = {name: ports.recorded(s) for name, s in world.services.items()}
+    config = json.loads(
+        values(world.pods["m-worker-1"]["spec"]["containers"][0]["env"])["MX_CONFIG"]
+    )
+    listed = {
+        entry["url"]: entry["port"] for entries in config["cluster"].values() for entry in entries
+    }
+    assert listed == recorded
+
+
+def test_each_xgboost_worker_is_told_its_own_worker_port() -> None:
+    world = World(xgboostjob("ns", "x").master().workers(2).doc(), FORCED)
+    world.step()
+    for name in ("x-worker-0", "x-worker-1"):
+        env = values(world.pods[name]["spec"]["containers"][0]["env"])
+        assert env["WORKER_PORT"] == str(ports.recorded(world.services[name]))
+        assert env["MASTER_PORT"] == str(ports.recorded(world.services["x-master-0"]))
 
 
 def test_forcing_host_network_changes_the_pods_never_the_job() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubetrain import api
 from kubetrain.operator.trainjob import framework, phases
+from tests.unit.api import trainers
 
 UID = "0000-uid"
 
@@ -25,11 +26,13 @@ def build(
     runtime_doc: dict[str, Any],
     *,
     key_pair: tuple[bytes, bytes] | None = None,
+    host_port: int | None = None,
 ) -> framework.Built:
     job = admitted(job_doc)
     job.metadata.uid = UID
     runtime = admitted(runtime_doc)
-    return framework.run(job, runtime, phases.BuildContext(ssh_key_pair=key_pair))
+    context = phases.BuildContext(ssh_key_pair=key_pair, host_port=host_port)
+    return framework.run(job, runtime, context)
 
 
 def objects(built: framework.Built, kind: str) -> list[dict[str, Any]]:
@@ -66,3 +69,23 @@ def env(built: framework.Built, job: str = "node", name: str = "node") -> dict[s
 
 def env_names(built: framework.Built, job: str = "node", name: str = "node") -> list[str]:
     return [e["name"] for e in container(built, job, name).get("env") or []]
+
+
+def torchtune_runtime(name: str = "torchtune-llama3.2-1b") -> dict[str, Any]:
+    """A torch runtime whose node command is ``tune run`` with the immutable settings."""
+    node: dict[str, Any] = {
+        "name": "node",
+        "image": "x",
+        "command": [
+            "tune",
+            "run",
+            "output_dir=/workspace/output",
+            "tokenizer.path=/workspace/model/original/tokenizer.model",
+            "checkpointer.checkpoint_dir=/workspace/model",
+        ],
+    }
+    return (
+        trainers.runtime("torch", name)
+        .jobs(trainers.replicated_job("node", ancestor="trainer", containers=[node]))
+        .build()
+    )

@@ -19,6 +19,7 @@ from tests.unit.operator.trainjob.building import (
     env,
     env_names,
     objects,
+    torchtune_runtime,
 )
 from tests.unit.operator.trainjob.building import (
     replicated_job as built_job,
@@ -204,25 +205,6 @@ def test_env_injection_targets_get_the_pet_and_master_env() -> None:
 # --- torchtune -----------------------------------------------------------------------------
 
 
-def _torchtune_runtime(name: str = "torchtune-llama3.2-1b") -> dict[str, Any]:
-    node: dict[str, Any] = {
-        "name": "node",
-        "image": "x",
-        "command": [
-            "tune",
-            "run",
-            "output_dir=/workspace/output",
-            "tokenizer.path=/workspace/model/original/tokenizer.model",
-            "checkpointer.checkpoint_dir=/workspace/model",
-        ],
-    }
-    return (
-        runtime("torch", name)
-        .jobs(replicated_job("node", ancestor="trainer", containers=[node]))
-        .build()
-    )
-
-
 @pytest.mark.parametrize(
     ("trainer", "expected_tail"),
     [
@@ -259,7 +241,7 @@ def test_torchtune_commands_get_the_recipe_config_and_runtime_settings(
     job = trainjob("job", runtime_name="torchtune-llama3.2-1b").trainer(
         command=["tune", "run"], **trainer
     )
-    built = build(job.build(), _torchtune_runtime())
+    built = build(job.build(), torchtune_runtime())
     assert not built.errors
     command = container(built, "node")["command"]
     assert command == [
@@ -306,7 +288,7 @@ def test_torchtune_recipe_checks_use_upstream_messages(
     runtime_name: str, trainer: dict[str, Any], messages: list[str]
 ) -> None:
     job = trainjob("job", runtime_name=runtime_name).trainer(command=["tune", "run"], **trainer)
-    built = build(job.build(), _torchtune_runtime(runtime_name))
+    built = build(job.build(), torchtune_runtime(runtime_name))
     assert [str(e) for e in built.errors] == messages
     assert built.objects == ()
 
