@@ -162,7 +162,10 @@ def node_ready(core: client.CoreV1Api, name: str) -> bool:
         node = core.read_node(name)
     except ApiException:
         return False
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+    return any(
+        c.type == "Ready" and c.status == "True"
+        for c in (node.status and node.status.conditions) or []
+    )
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,299 @@
+"""TrainJob manifests from what ``TrainerClient.train`` is given: a runtime, a trainer, an
+initializer and options.
+
+How each trainer becomes the TrainJob's ``spec.trainer``:
+
+- :class:`~kubetrain.sdk.CustomTrainer`: the checked function's script
+  (:mod:`kubetrain.sdk._functions`) runs as ``python3 -u -c SCRIPT``; under a torch runtime
+  as ``torchrun --no-python python3 -u -c SCRIPT``, so torchrun starts the processes of each
+  node from the ``PET_*`` variables the controller sets; under an MPI runtime the script is
+  the ``args`` of the runtime's ``mpirun`` command. No file is written and no shell parses
+  the source: it is one argument of the command. ``PYTHONUNBUFFERED=1`` is set (unless the
+  trainer's env sets it) so that logs stream as the function prints;
+- :class:`~kubetrain.sdk.CommandTrainer`: its ``command`` and ``args`` as they are;
+- ``packages_to_install``: the command is wrapped in ``bash -c 'python3 -m pip install ...
+  && exec "$@"'`` with the command as the positional arguments, so nothing is re-quoted;
+- ``resources_per_node``: requests and limits alike, with Kubeflow's short names (``gpu`` is
+  ``nvidia.com/gpu``, ``storage`` is ``ephemeral-storage``, ``mig-*`` is ``nvidia.com/mig-*``).
+
+Names are Kubeflow's: a lowercase letter and 11 hex digits, unless the ``Name`` option gives
+one. Must not: do I/O, or check what only the server can (the runtime's existence, admission).
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from kubetrain.sdk import _functions, _types
+from kubetrain.sdk._errors import InvalidTrainer
+
+API_VERSION: Final = "trainer.kubeflow.org/v1alpha1"
+GROUP: Final = "trainer.kubeflow.org"
+DEFAULT_RUNTIME: Final = "torch-distributed"
+FRAMEWORK_LABEL: Final = "trainer.kubeflow.org/framework"
+ANCESTOR_LABEL: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINER_ANCESTOR: Final = "trainer"
+PYTHON: Final = ("python3", "-u", "-c")
+TORCHRUN: Final = ("torchrun", "--no-python")
+POLICIES: Final = ("torch", "mpi", "jax", "xgboost", "flux")
+RESOURCE_ALIASES: Final = {"gpu": "nvidia.com/gpu", "storage": "ephemeral-storage"}
+
+
+def generate_name(rng: random.Random | None = None) -> str:
+    """``g4a7de9fbdd4``: a letter first, so the name is a valid DNS label."""
+    rng = rng or random.Random()
+    return rng.choice("abcdefghijklmnopqrstuvwxyz") + uuid.UUID(int=rng.getrandbits(128)).hex[:11]
+
+
+def policy_of(runtime: Mapping[str, Any]) -> str | None:
+    """The runtime's ML policy (``torch``, ``mpi``, ...), None for a plain one."""
+    policy = _dig(runtime, "spec", "mlPolicy")
+    if not isinstance(policy, Mapping):
+        return None
+    return next((p for p in POLICIES if policy.get(p) is not None), None)
+
+
+def trainer_container(runtime: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``node`` container of the runtime's trainer step (the MPI launcher, the node job)."""
+    rjobs = _dig(runtime, "spec", "template", "spec", "replicatedJobs") or []
+    chosen = [
+        j
+        for j in rjobs
+        if isinstance(j, Mapping)
+        and _dig(j, "template", "metadata", "labels", ANCESTOR_LABEL) == TRAINER_ANCESTOR
+    ] or [j for j in rjobs if isinstance(j, Mapping) and j.get("name") == "node"]
+    for rjob in chosen:
+        containers = _dig(rjob, "template", "spec", "template", "spec", "containers") or []
+        for container in containers:
+            if isinstance(container, Mapping) and container.get("name") == "node":
+                return container
+    return None
+
+
+def build(
+    *,
+    name: str,
+    namespace: str,
+    runtime: Mapping[str, Any],
+    trainer: _types.Trainer | None,
+    initializer: _types.Initializer | None = None,
+    options: _types.Options = (),
+) -> dict[str, Any]:
+    """The TrainJob to create for ``runtime`` (the runtime object as the server returned it)."""
+    kind = str(runtime.get("kind") or _types.RuntimeKind.CLUSTER_TRAINING_RUNTIME.value)
+    spec: dict[str, Any] = {
+        "runtimeRef": {"name": _dig(runtime, "metadata", "name"), "apiGroup": GROUP, "kind": kind}
+    }
+    if trainer is not None:
+        spec["trainer"] = trainer_spec(trainer, runtime)
+    if initializer is not None:
+        block = initializer_spec(initializer)
+        if block:
+            spec["initializer"] = block
+    job: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+    for option in options:
+        if not callable(option):
+            raise InvalidTrainer(
+                f"options: {option!r} is not an option; accepted: Name, Labels, Annotations"
+            )
+        option(job)
+    return job
+
+
+def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[str, Any]:
+    """``spec.trainer`` for ``trainer`` under ``runtime``."""
+    where = type(trainer).__name__
+    policy = policy_of(runtime)
+    block: dict[str, Any] = {}
+    env = _env(trainer.env, where)
+    if isinstance(trainer, _types.CustomTrainer):
+        prepared = _functions.prepare(trainer.func, trainer.func_args, where=where)
+        run = [*PYTHON, prepared.script]
+        if policy == "mpi":
+            if trainer.packages_to_install:
+                raise InvalidTrainer(
+                    f"{where}.packages_to_install: not supported with an MPI runtime (only the "
+                    "launcher would install them); install them in the image instead"
+                )
+            block["args"] = run
+        else:
+            command = [*TORCHRUN, *run] if policy == "torch" else run
+            block["command"] = _with_packages(command, trainer, where)
+        if not any(e["name"] == "PYTHONUNBUFFERED" for e in env):
+            env.append({"name": "PYTHONUNBUFFERED", "value": "1"})
+    elif isinstance(trainer, _types.CommandTrainer):
+        command = _strings(trainer.command, f"{where}.command")
+        if not command:
+            raise InvalidTrainer(f"{where}.command: empty; accepted: a program and its arguments")
+        args = _strings(trainer.args, f"{where}.args") if trainer.args is not None else None
+        if trainer.packages_to_install:
+            block["command"] = _with_packages([*command, *(args or [])], trainer, where)
+        else:
+            block["command"] = command
+            if args is not None:
+                block["args"] = args
+    else:
+        raise InvalidTrainer(
+            f"trainer: {type(trainer).__name__} is not a trainer; accepted: CustomTrainer, "
+            "CommandTrainer"
+        )
+    if trainer.image is not None:
+        block["image"] = _string(trainer.image, f"{where}.image")
+    if trainer.num_nodes is not None:
+        if (
+            not isinstance(trainer.num_nodes, int)
+            or isinstance(trainer.num_nodes, bool)
+            or trainer.num_nodes < 1
+        ):
+            raise InvalidTrainer(
+                f"{where}.num_nodes: {trainer.num_nodes!r}; accepted: a whole number, 1 or more"
+            )
+        block["numNodes"] = trainer.num_nodes
+    if trainer.num_proc_per_node is not None:
+        block["numProcPerNode"] = _procs(trainer.num_proc_per_node, where)
+    if trainer.resources_per_node:
+        block["resourcesPerNode"] = resources(trainer.resources_per_node, where)
+    if env:
+        block["env"] = env
+    return block
+
+
+def resources(given: Mapping[str, Any], where: str = "CustomTrainer") -> dict[str, Any]:
+    """``{"requests": R, "limits": R}`` with Kubeflow's short resource names expanded."""
+    if not isinstance(given, Mapping):
+        raise InvalidTrainer(
+            f"{where}.resources_per_node: {given!r}; accepted: a dict such as "
+            '{"cpu": 2, "memory": "4Gi", "gpu": 1}'
+        )
+    amounts: dict[str, str] = {}
+    for key, value in given.items():
+        if (
+            not isinstance(key, str)
+            or isinstance(value, bool)
+            or not isinstance(value, int | str | float)
+        ):
+            raise InvalidTrainer(
+                f"{where}.resources_per_node[{key!r}]: {value!r}; accepted: a quantity "
+                '(2, "500m", "4Gi")'
+            )
+        lowered = key.lower()
+        if lowered in RESOURCE_ALIASES:
+            key = RESOURCE_ALIASES[lowered]
+        elif lowered.startswith("mig-"):
+            key = f"nvidia.com/{lowered}"
+        amounts[key] = str(value)
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def initializer_spec(initializer: _types.Initializer) -> dict[str, Any]:
+    block: dict[str, Any] = {}
+    if initializer.dataset is not None:
+        block["dataset"] = _source(initializer.dataset, "Initializer.dataset")
+    if initializer.model is not None:
+        block["model"] = _source(initializer.model, "Initializer.model")
+    return block
+
+
+def _source(source: Any, where: str) -> dict[str, Any]:
+    """A dataset or model source: ``storageUri`` and the other fields as upper-cased env, as
+    the Kubeflow SDK passes them to the initializer images."""
+    prefixes = {
+        _types.HuggingFaceDatasetInitializer: "hf://",
+        _types.HuggingFaceModelInitializer: "hf://",
+        _types.S3DatasetInitializer: "s3://",
+        _types.S3ModelInitializer: "s3://",
+    }
+    prefix = prefixes.get(type(source))
+    if prefix is None:
+        raise InvalidTrainer(
+            f"{where}: {type(source).__name__} is not an initializer; accepted: "
+            "HuggingFaceDatasetInitializer, HuggingFaceModelInitializer, S3DatasetInitializer, "
+            "S3ModelInitializer"
+        )
+    uri = source.storage_uri
+    if not isinstance(uri, str) or not uri.startswith(prefix):
+        raise InvalidTrainer(
+            f"{where}.storage_uri: {uri!r}; accepted: a URI starting with {prefix}"
+        )
+    env = []
+    for field_name, value in vars(source).items():
+        if field_name == "storage_uri" or value is None:
+            continue
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        env.append({"name": field_name.upper(), "value": text})
+    block: dict[str, Any] = {"storageUri": uri}
+    if env:
+        block["env"] = env
+    return block
+
+
+def _with_packages(command: list[str], trainer: _types.Trainer, where: str) -> list[str]:
+    packages = trainer.packages_to_install
+    if not packages:
+        return command
+    listed = _strings(packages, f"{where}.packages_to_install")
+    urls = _strings(trainer.pip_index_urls or [], f"{where}.pip_index_urls")
+    flags = []
+    if urls:
+        flags += ["--index-url", urls[0]]
+        for url in urls[1:]:
+            flags += ["--extra-index-url", url]
+    pip = [
+        "python3", "-m", "pip", "install", "--quiet", "--no-warn-script-location",
+        "--disable-pip-version-check", *flags, *listed,
+    ]  # fmt: skip
+    script = f'set -e\n{shlex.join(pip)}\nexec "$@"\n'
+    return ["bash", "-c", script, "kubetrain-install", *command]
+
+
+def _env(given: Mapping[str, str] | None, where: str) -> list[dict[str, Any]]:
+    if given is None:
+        return []
+    if not isinstance(given, Mapping):
+        raise InvalidTrainer(f"{where}.env: {given!r}; accepted: a dict of names to strings")
+    env = []
+    for key, value in given.items():
+        if not isinstance(key, str) or not key:
+            raise InvalidTrainer(f"{where}.env: {key!r} is not a variable name")
+        env.append({"name": key, "value": str(value)})
+    return env
+
+
+def _procs(value: int | str, where: str) -> int | str:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    if value in ("auto", "cpu", "gpu"):
+        return value
+    raise InvalidTrainer(
+        f"{where}.num_proc_per_node: {value!r}; accepted: a whole number, 1 or more, or "
+        "auto, cpu, gpu"
+    )
+
+
+def _strings(values: Sequence[Any] | None, where: str) -> list[str]:
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise InvalidTrainer(f"{where}: {values!r}; accepted: a list of strings")
+    return [_string(v, where) for v in values]
+
+
+def _string(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidTrainer(f"{where}: {value!r} is not a string")
+    return value
+
+
+def _dig(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)
+    return obj
