@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
+import signal
 import sys
 from collections.abc import Mapping
 
@@ -160,8 +162,19 @@ async def _connect(args: argparse.Namespace, environ: Mapping[str, str]) -> kube
 
 async def _serve(args: argparse.Namespace, opts: process.Options) -> None:
     cluster = await _connect(args, os.environ)
+    # SIGTERM (the kubelet's stop; in a container this process is PID 1 and gets no default
+    # handler) is a clean stop: the manager then releases its Lease for a standby.
+    main = asyncio.current_task()
+    assert main is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, main.cancel)
     async with kube.Client(cluster, user_agent="kubetrain-operator") as client:
-        await process.run(client, opts)
+        try:
+            await process.run(client, opts)
+        except asyncio.CancelledError:
+            logging.getLogger(__name__).info("operator stopped")
 
 
 def run(args: argparse.Namespace) -> int:
