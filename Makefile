@@ -6,10 +6,20 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test lint unit crds manifests clean
 
+# Open MPI for the MPIJob example (mpirun; mpicc too, should mpi4py build from source) comes
+# from Debian's packages, as root or through sudo; where there is no mpirun and no way to
+# install it, a note says so and the MPI test skips, saying why.
 $(STAMP): pyproject.toml
+	@command -v mpirun >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  if command -v apt-get >/dev/null 2>&1 && { [ -z "$$SUDO" ] || command -v sudo >/dev/null 2>&1; }; then \
+	    { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	        openmpi-bin libopenmpi-dev >/dev/null; } \
+	      || echo "note: could not install Open MPI; the MPI example and its test need mpirun"; \
+	  else echo "note: no mpirun, and no apt-get to install it: the MPI example needs Open MPI"; fi; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,train]'
+	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi]'
 	touch $(STAMP)
 
 ## run: install, start the local control plane, run the main example job with live logs

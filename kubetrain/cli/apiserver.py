@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -40,12 +41,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also run the scheduler, a node agent and the operator (what `kubetrain up` runs)",
     )
     parser.add_argument(
+        "--node-backoff",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --with-workloads: the node's crash back-off starts at SECONDS and doubles "
+        f"up to {controlplane.BACKOFF_SPAN} times it (default: the kubelet's 10s up to 300s)",
+    )
+    parser.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log line format"
     )
     parser.add_argument(
         "--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), default="INFO"
     )
     parser.set_defaults(func=run)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 3600:
+        raise argparse.ArgumentTypeError(f"{text!r}; accepted: seconds above 0, below 3600")
+    return value
 
 
 class _JsonFormatter(logging.Formatter):
@@ -86,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
         workloads=args.with_workloads,
     )
     try:
-        workloads = controlplane.workloads if config.workloads else None
+        workloads = (
+            functools.partial(controlplane.workloads, node_backoff=args.node_backoff)
+            if config.workloads
+            else None
+        )
         asyncio.run(daemon.run(config, workloads=workloads))
     except daemon.DaemonError as exc:
         print(f"kubetrain apiserver: {exc}", file=sys.stderr)

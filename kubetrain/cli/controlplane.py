@@ -15,6 +15,7 @@ or endpoints; the node agent serves a certificate from the control plane's CA.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Mapping, Sequence
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 # What pods get from the daemon's own environment, as an image's ENV would give them.
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "USER")
 STOP_GRACE = 5.0  # seconds each container gets to stop when the control plane goes down
+BACKOFF_SPAN = 30  # the kubelet's crash back-off ends at 30 times its first delay (300 s / 10 s)
 RUNTIMES = kube.Resource(
     "trainer.kubeflow.org",
     "v1alpha1",
@@ -54,9 +56,16 @@ def operator_options() -> process.Options:
 
 
 def workloads(
-    paths: daemon.Paths, environ: Mapping[str, str] | None = None
+    paths: daemon.Paths,
+    environ: Mapping[str, str] | None = None,
+    *,
+    node_backoff: float | None = None,
 ) -> list[daemon.Component]:
-    """The scheduler, the node agent, the operator and the runtime installer, in start order."""
+    """The scheduler, the node agent, the operator and the runtime installer, in start order.
+
+    ``node_backoff`` shortens the node's crash back-off (tests): the first delay in seconds,
+    doubling up to :data:`BACKOFF_SPAN` times it; None keeps the kubelet's 10 s up to 300 s.
+    """
     environ = os.environ if environ is None else environ
     kubeconfig = paths.kubeconfig
     environment = tuple((k, environ[k]) for k in INHERITED if k in environ)
@@ -72,6 +81,10 @@ def workloads(
             environment=environment,
             working_dir=working_dir,
         )
+        if node_backoff is not None:
+            config = dataclasses.replace(
+                config, backoff_initial=node_backoff, backoff_max=node_backoff * BACKOFF_SPAN
+            )
         try:
             await agent.run(client, config)
         finally:

@@ -18,6 +18,8 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``registry``   generic create/get/list/update/patch/delete/watch over ``store``
 - ``strategies`` the per-resource hooks the registry calls (prepare, validate), and their base
 - ``namespaces``, ``pods``, ``services``, ``claims``, ``quotas``, ``crds``: one kind's rules each
+- ``serviceaccounts`` the ServiceAccount admission's token volume and the TokenRequest
+- ``rbac``       Roles, ClusterRoles and their bindings, stored and validated, not enforced
 - ``builtin_schemas`` the shapes of built-in kinds, for unknown-field checks
 - ``protobuf``   the few protobuf bodies kubectl sends for built-in kinds
 - ``bootstrap``  what exists on first start: namespaces, CRDs (kubetrain's, Volcano's,

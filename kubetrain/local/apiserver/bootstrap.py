@@ -187,24 +187,7 @@ async def install(reg: registry.Registry) -> None:
             await _create(reg, ns_r, None, body)
         await namespaces.ensure_default_service_account(reg, name)
         await namespaces.ensure_root_ca(reg, name)
-    svc_r = reg.catalog.find("", "v1", "services")
-    assert svc_r is not None
-    if reg.store.get(store.Key("services", "default", "kubernetes")) is None:
-        body = {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {
-                "name": "kubernetes",
-                "labels": {"component": "apiserver", "provider": "kubernetes"},
-            },
-            "spec": {
-                "clusterIP": services.first_service_ip(reg.settings.service_cidr),
-                "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
-                "sessionAffinity": "None",
-                "type": "ClusterIP",
-            },
-        }
-        await _create(reg, svc_r, "default", body)
+    await services.ensure_kubernetes_service(reg)
     for crd in [*api.crds(), *podgroup_crds()]:
         await _ensure_crd(reg, crd_r, crd)
 

@@ -246,6 +246,19 @@ def too_large(limit: int) -> ApiError:
     return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
+def object_too_large(group: str, resource: str, name: str, size: int, limit: int) -> ApiError:
+    """413 for an object over the storage limit. kube-apiserver passes etcd's "request is too
+    large" on as a 500 (kubernetes#112152); it is the client's request that is too large, so
+    it gets kube's 413 and its wording, with the object and the sizes."""
+    return ApiError(
+        413,
+        "RequestEntityTooLarge",
+        f'Request entity too large: {qualified(resource, group)} "{name}" is {size} bytes '
+        f"when stored; limit is {limit}",
+        _details(name, group, resource),
+    )
+
+
 def path_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 

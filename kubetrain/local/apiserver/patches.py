@@ -363,6 +363,10 @@ LIST_STRATEGIES: Final[Mapping[str, Mapping[tuple[str, ...], ListStrategy]]] = {
     "scheduling.k8s.io/v1/PriorityClass": _kind(),
     "autoscaling/v2/HorizontalPodAutoscaler": _kind(_CONDITIONS_BY_TYPE),
     "events.k8s.io/v1/Event": _kind(),
+    "rbac.authorization.k8s.io/v1/Role": _kind(),
+    "rbac.authorization.k8s.io/v1/ClusterRole": _kind(),
+    "rbac.authorization.k8s.io/v1/RoleBinding": _kind(),
+    "rbac.authorization.k8s.io/v1/ClusterRoleBinding": _kind(),
     "apiextensions.k8s.io/v1/CustomResourceDefinition": _kind(),
 }
 """List strategies per kind (``<group>/<version>/<Kind>``, core kinds as ``v1/<Kind>``)."""

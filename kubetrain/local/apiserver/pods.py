@@ -1,10 +1,11 @@
 """Pods: kube-apiserver's pod defaults and rules, and the admission that applies to them.
 
 Defaults (restart policy, grace period, DNS policy, scheduler, service account, container
-defaults, priority from the PriorityClass, QoS class and a Pending status); an immutable spec
-but for images and a few fields; graceful deletion for pods bound to a node; the ``binding``
-and ``eviction`` subresources; LimitRange defaults (LimitRanger) and ResourceQuota enforcement
-on create.
+defaults, projected volume defaults, priority from the PriorityClass, QoS class and a Pending
+status); the ServiceAccount admission's token volume (:mod:`serviceaccounts`); an immutable
+spec but for images and a few fields; graceful deletion for pods bound to a node; the
+``binding`` and ``eviction`` subresources; LimitRange defaults (LimitRanger) and ResourceQuota
+enforcement on create.
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.local.apiserver import errors, quotas, resources, store, strategies
+from kubetrain.local.apiserver import (
+    errors,
+    quotas,
+    resources,
+    serviceaccounts,
+    store,
+    strategies,
+)
 
 Cause = strategies.Cause
 R = resources.Resource
@@ -84,9 +92,14 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
     for volume in spec.get("volumes") or []:
         if not isinstance(volume, dict):
             continue
-        for source in ("configMap", "secret"):
+        for source in ("configMap", "secret", "projected"):
             if isinstance(volume.get(source), dict):
                 volume[source].setdefault("defaultMode", 420)
+        projected = volume.get("projected")
+        for part in (projected.get("sources") if isinstance(projected, dict) else None) or []:
+            token = part.get("serviceAccountToken") if isinstance(part, dict) else None
+            if isinstance(token, dict):
+                token.setdefault("expirationSeconds", serviceaccounts.DEFAULT_TOKEN_SECONDS)
         if isinstance(volume.get("hostPath"), dict):
             volume["hostPath"].setdefault("type", "")
 
@@ -125,6 +138,9 @@ class PodStrategy(strategies.Strategy):
         default_pod_spec(spec)
         sa = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
         spec["serviceAccountName"] = spec["serviceAccount"] = sa
+        # kube runs its mutating admission before validation; the token volume is the
+        # ServiceAccount plugin's.
+        serviceaccounts.admit_pod(reg, str(obj["metadata"].get("namespace") or ""), spec)
         priority_class = spec.get("priorityClassName")
         if priority_class:
             pc = reg.store.get(store.Key("priorityclasses.scheduling.k8s.io", "", priority_class))

@@ -2,10 +2,11 @@
 JSON form the registry takes.
 
 kubectl's typed clients send protobuf for built-in kinds: ``kubectl create configmap``,
-``secret``, ``namespace``, ``serviceaccount``, ``quota``, ``priorityclass``, ``service`` and the
-Eviction ``kubectl drain`` posts. Responses are always JSON (those clients accept it too), so
-only decoding is needed, and only for the messages below; any other kind is refused with 415,
-which names the JSON types that are accepted.
+``secret``, ``namespace``, ``serviceaccount``, ``quota``, ``priorityclass``, ``service``,
+``token`` (a TokenRequest), ``role``, ``rolebinding``, ``clusterrole``, ``clusterrolebinding``
+and the Eviction ``kubectl drain`` posts. Responses are always JSON (those clients accept it
+too), so only decoding is needed, and only for the messages below; any other kind is refused
+with 415, which names the JSON types that are accepted.
 
 The envelope is kube's: the magic ``k8s\\x00``, then a ``runtime.Unknown`` whose ``typeMeta``
 names the kind and whose ``raw`` holds the object's message. Field numbers are those of the
@@ -150,6 +151,65 @@ MESSAGES: dict[str, dict[int, Field]] = {
         5: ("dryRun", "string", True),
     },
     "Preconditions": {1: ("uid", "string", False), 2: ("resourceVersion", "string", False)},
+    "TokenRequest": {
+        1: ("metadata", "ObjectMeta", False),
+        2: ("spec", "TokenRequestSpec", False),
+    },
+    "TokenRequestSpec": {
+        1: ("audiences", "string", True),
+        3: ("boundObjectRef", "BoundObjectReference", False),
+        4: ("expirationSeconds", "int", False),
+    },
+    "BoundObjectReference": {
+        1: ("kind", "string", False),
+        2: ("apiVersion", "string", False),
+        3: ("name", "string", False),
+        4: ("uid", "string", False),
+    },
+    "Role": {1: ("metadata", "ObjectMeta", False), 2: ("rules", "PolicyRule", True)},
+    "ClusterRole": {
+        1: ("metadata", "ObjectMeta", False),
+        2: ("rules", "PolicyRule", True),
+        3: ("aggregationRule", "AggregationRule", False),
+    },
+    "PolicyRule": {
+        1: ("verbs", "string", True),
+        2: ("apiGroups", "string", True),
+        3: ("resources", "string", True),
+        4: ("resourceNames", "string", True),
+        5: ("nonResourceURLs", "string", True),
+    },
+    "AggregationRule": {1: ("clusterRoleSelectors", "LabelSelector", True)},
+    "LabelSelector": {
+        1: ("matchLabels", "map:string", False),
+        2: ("matchExpressions", "LabelSelectorRequirement", True),
+    },
+    "LabelSelectorRequirement": {
+        1: ("key", "string", False),
+        2: ("operator", "string", False),
+        3: ("values", "string", True),
+    },
+    "RoleBinding": {
+        1: ("metadata", "ObjectMeta", False),
+        2: ("subjects", "Subject", True),
+        3: ("roleRef", "RoleRef", False),
+    },
+    "ClusterRoleBinding": {
+        1: ("metadata", "ObjectMeta", False),
+        2: ("subjects", "Subject", True),
+        3: ("roleRef", "RoleRef", False),
+    },
+    "Subject": {
+        1: ("kind", "string", False),
+        2: ("apiGroup", "string", False),
+        3: ("name", "string", False),
+        4: ("namespace", "string", False),
+    },
+    "RoleRef": {
+        1: ("apiGroup", "string", False),
+        2: ("kind", "string", False),
+        3: ("name", "string", False),
+    },
 }
 
 KINDS = (
@@ -162,6 +222,11 @@ KINDS = (
     "Service",
     "Eviction",
     "DeleteOptions",
+    "TokenRequest",
+    "Role",
+    "ClusterRole",
+    "RoleBinding",
+    "ClusterRoleBinding",
 )
 
 

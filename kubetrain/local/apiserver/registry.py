@@ -12,7 +12,7 @@ finalizers, propagation policies, dryRun, selectors, pagination, field validatio
 fields, kubetrain admission. What differs per resource (pods, namespaces, CRDs, ...) is a
 strategy: the base one and the simple kinds in :mod:`strategies`, the others in their own
 modules (:mod:`namespaces`, :mod:`pods`, :mod:`quotas`, :mod:`services`, :mod:`claims`,
-:mod:`crds`).
+:mod:`crds`, :mod:`rbac`).
 
 What it must not do: parse HTTP (the server hands it decoded options) or touch SQLite.
 """
@@ -44,6 +44,7 @@ from kubetrain.local.apiserver import (
     patches,
     pods,
     quotas,
+    rbac,
     resources,
     selectors,
     services,
@@ -100,6 +101,7 @@ def builtin_strategies() -> dict[str, strat.Strategy]:
         "limitranges": strat.LimitRangeStrategy(),
         "priorityclasses.scheduling.k8s.io": strat.PriorityClassStrategy(),
         "customresourcedefinitions.apiextensions.k8s.io": crds.CRDStrategy(),
+        **rbac.STRATEGIES,
     }
 
 
@@ -509,6 +511,8 @@ class Registry:
                 if generated:
                     return None
                 raise errors.already_exists(r.group, r.plural, meta["name"]) from exc
+            except store.TooLarge as exc:
+                raise _too_large(r, exc) from exc
             except store.Unavailable as exc:
                 raise errors.internal(str(exc)) from exc
         await strategy.after_create(r, item, self)
@@ -866,6 +870,8 @@ class Registry:
                 continue
             except store.NotFound as exc:
                 raise errors.not_found(r.group, r.plural, name) from exc
+            except store.TooLarge as exc:
+                raise _too_large(r, exc) from exc
             except store.Unavailable as exc:
                 raise errors.internal(str(exc)) from exc
             await strategy.after_update(r, item, current, self)
@@ -1021,6 +1027,8 @@ class Registry:
                 continue
             except store.NotFound as exc:
                 raise errors.not_found(r.group, r.plural, name) from exc
+            except store.TooLarge as exc:
+                raise _too_large(r, exc) from exc
             await strategy.after_update(r, item, current, self)
             return self.present(r, item)
         raise errors.conflict(r.group, r.plural, name)
@@ -1213,6 +1221,10 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
         raise errors.bad_request(
             "continue key is not valid: continue key must be a valid base64 encoded JSON"
         ) from exc
+
+
+def _too_large(r: resources.Resource, exc: store.TooLarge) -> errors.ApiError:
+    return errors.object_too_large(r.group, r.plural, exc.key.name, exc.size, exc.limit)
 
 
 def too_deep(what: str = "the request body", limit: int = MAX_DEPTH) -> errors.ApiError:

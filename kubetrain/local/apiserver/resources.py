@@ -168,6 +168,19 @@ BUILTIN: tuple[Resource, ...] = (
         categories=("all",),
     ),
     Resource(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "ClusterRoleBinding",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        False,
+    ),
+    Resource(
+        "rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", "clusterrole", False
+    ),
+    Resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", "rolebinding", True),
+    Resource("rbac.authorization.k8s.io", "v1", "Role", "roles", "role", True),
+    Resource(
         "apiextensions.k8s.io",
         "v1",
         "CustomResourceDefinition",
@@ -185,6 +198,7 @@ GROUP_ORDER = (
     "",
     "events.k8s.io",
     "autoscaling",
+    "rbac.authorization.k8s.io",
     "coordination.k8s.io",
     "scheduling.k8s.io",
     "apiextensions.k8s.io",

@@ -3,7 +3,8 @@ API over HTTPS, on 127.0.0.1 only.
 
 What it owns: routing a URL to (group, version, resource, namespace, name, subresource) the way
 kube-apiserver's RequestInfoFactory does; bearer-token authentication (health endpoints stay
-open, as kube's defaults leave them); request decoding with a size limit; query options;
+open, as kube's defaults leave them) and so the ServiceAccount TokenRequest, which hands out
+that token (:mod:`serviceaccounts` says why); request decoding with a size limit; query options;
 content negotiation (JSON, ``as=Table``, aggregated discovery); turning every error into a
 ``Status`` body; streaming watches; discovery, ``/version`` and OpenAPI.
 
@@ -38,6 +39,7 @@ from kubetrain.local.apiserver import (
     protobuf,
     registry,
     resources,
+    serviceaccounts,
     store,
     tables,
     watch,
@@ -164,7 +166,9 @@ class ApiServer:
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "bearer":
             return False
-        return hmac.compare_digest(value.strip().encode(), self.token.encode())
+        # surrogateescape: a header of bytes that are not UTF-8 is a wrong token, not a 500
+        given = value.strip().encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(given, self.token.encode())
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path
@@ -370,7 +374,13 @@ class ApiServer:
             return self._respond(request, r, result, opts)
         if verb == "create":
             body = await self._read_body(request)
-            if target.subresource:
+            if r.key == "serviceaccounts" and target.subresource == "token":
+                # the server answers it: the token is the one it authenticates with
+                issued = serviceaccounts.request_token(
+                    reg, namespace or "", target.name, body, token=self.token, now=self.clock()
+                )
+                result = registry.Result(201, issued)
+            elif target.subresource:
                 result = await reg.create_subresource(
                     r, namespace, target.name, target.subresource, body, opts
                 )
@@ -408,7 +418,7 @@ class ApiServer:
         listing: bool = False,
     ) -> web.Response:
         accept = request.headers.get("Accept", "")
-        is_object = result.obj.get("kind") not in ("Status", "Scale") or listing
+        is_object = result.obj.get("kind") not in ("Status", "Scale", "TokenRequest") or listing
         if _wants_table(accept) and is_object:
             objects = result.obj.get("items", []) if listing else [result.obj]
             list_meta = result.obj.get("metadata") if listing else None

@@ -1,4 +1,7 @@
-"""Services: cluster IP allocation from the service range, and port and policy defaults."""
+"""Services: cluster IP allocation from the service range, and port and policy defaults; and
+the ``kubernetes`` Service of the ``default`` namespace, made at start and made again when
+deleted, as kube-apiserver's bootstrap controller keeps it. (The local node does not route its
+cluster IP: it tells pods the API server's own address.)"""
 
 from __future__ import annotations
 
@@ -6,7 +9,7 @@ import ipaddress
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.local.apiserver import errors, resources, strategies
+from kubetrain.local.apiserver import errors, resources, store, strategies
 
 Cause = strategies.Cause
 R = resources.Resource
@@ -15,11 +18,47 @@ _invalid = strategies.invalid
 _required = strategies.required
 
 
+KUBERNETES_SERVICE = "kubernetes"
+KUBERNETES_NAMESPACE = "default"
+
+
+async def ensure_kubernetes_service(reg: Any) -> None:
+    """The bootstrap controller's ``kubernetes`` Service: the first address of the service
+    range, port 443 named ``https``."""
+    if reg.store.get(store.Key("services", KUBERNETES_NAMESPACE, KUBERNETES_SERVICE)) is not None:
+        return
+    body = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": KUBERNETES_SERVICE,
+            "labels": {"component": "apiserver", "provider": "kubernetes"},
+        },
+        "spec": {
+            "clusterIP": first_service_ip(reg.settings.service_cidr),
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}],
+            "sessionAffinity": "None",
+            "type": "ClusterIP",
+        },
+    }
+    r = reg.catalog.find("", "v1", "services")
+    try:
+        await reg.create(r, KUBERNETES_NAMESPACE, body, reg.system_options("kube-apiserver"))
+    except errors.ApiError as exc:
+        if exc.code != 409:
+            raise
+
+
 class ServiceStrategy(strategies.Strategy):
     name_rule = staticmethod(strategies.dns1035_label)
 
     def return_deleted(self, r: resources.Resource) -> bool:
         return True
+
+    async def after_delete(self, r: R, item: store.Item, reg: Any) -> None:
+        key = item.key
+        if (key.namespace, key.name) == (KUBERNETES_NAMESPACE, KUBERNETES_SERVICE):
+            await ensure_kubernetes_service(reg)
 
     def prepare_for_create(self, r: R, obj: Obj, reg: Any) -> None:
         spec = obj.get("spec")

@@ -12,6 +12,9 @@ What it owns:
   history older than that raises :class:`TooOld`, which the API answers with 410.
 - **Compare-and-swap** on resourceVersion: a write names the version it read, and loses with
   :class:`Conflict` if another write came first.
+- **A size limit per object**, etcd's: a write whose encoded object is larger than
+  ``max_object`` bytes (default 1.5 MiB, etcd's ``--max-request-bytes``) fails with
+  :class:`TooLarge` and changes nothing, so what the store holds is what a cluster could hold.
 
 Durability: SQLite in WAL mode with ``synchronous=FULL``, so a commit has reached the disk
 (the WAL is fsynced) before any caller is told its write succeeded; that holds against kill -9
@@ -53,6 +56,7 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 10_000  # events kept for watch resume and consistent continue pages
+MAX_OBJECT = 1536 * 1024  # bytes: etcd's default --max-request-bytes, 1.5 MiB
 
 
 class StoreError(Exception):
@@ -82,6 +86,16 @@ class TooOld(StoreError):
 
 class Unavailable(StoreError):
     """The database refused the write (disk full, I/O error); nothing was changed."""
+
+
+class TooLarge(StoreError):
+    """The object, encoded, is larger than the store holds; nothing was changed."""
+
+    def __init__(self, key: Key, size: int, limit: int) -> None:
+        super().__init__(f"{key.resource} {key.name!r} is {size} bytes; limit is {limit}")
+        self.key = key
+        self.size = size
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -236,9 +250,12 @@ class Store:
     coroutines that return once their transaction has committed.
     """
 
-    def __init__(self, path: str | None, *, window: int = DEFAULT_WINDOW) -> None:
+    def __init__(
+        self, path: str | None, *, window: int = DEFAULT_WINDOW, max_object: int = MAX_OBJECT
+    ) -> None:
         self.path = path
         self.window = max(1, window)
+        self.max_object = max_object
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store-db")
         self._db: _Database | None = None
         self._rv = 0
@@ -438,6 +455,10 @@ class Store:
                     rv -= 1
                     write.future.set_exception(Unavailable(f"object cannot be stored: {exc}"))
                     continue
+                if len(raw) > self.max_object:  # etcd's limit: refuse this write only
+                    rv -= 1
+                    write.future.set_exception(TooLarge(write.key, len(raw), self.max_object))
+                    continue
                 item = Item(write.key, rv, obj, raw)
                 event = Event(ADDED if current is None else MODIFIED, item, current)
                 staged[write.key] = item
@@ -528,12 +549,14 @@ def _check(write: _Write, current: Item | None) -> StoreError | None:
 
 
 @contextlib.asynccontextmanager
-async def opened(path: str | None, *, window: int = DEFAULT_WINDOW) -> AsyncIterator[Store]:
+async def opened(
+    path: str | None, *, window: int = DEFAULT_WINDOW, max_object: int = MAX_OBJECT
+) -> AsyncIterator[Store]:
     """Open (or create) the store at ``path`` (None: in memory) with its writer running.
 
     On exit the writer finishes every write already submitted, then the database closes.
     """
-    store = Store(path, window=window)
+    store = Store(path, window=window, max_object=max_object)
     try:
         await store._load()
         writer = asyncio.create_task(store._writer(), name="store-writer")

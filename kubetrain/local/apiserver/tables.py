@@ -802,6 +802,44 @@ _QUOTA_COLUMNS = [
     _AGE,
 ]
 
+_BINDING_COLUMNS = [
+    _NAME,
+    _column(
+        "Role",
+        "string",
+        "RoleRef can reference a Role in the current namespace or a ClusterRole in the global "
+        "namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+    ),
+    _AGE,
+    _column("Users", "string", "Users in the roleBinding", priority=1),
+    _column("Groups", "string", "Groups in the roleBinding", priority=1),
+    _column("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", priority=1),
+]
+
+
+def _print_binding(obj: Obj, now: datetime) -> Row:
+    """``printRoleBinding``: ``Kind/name`` of the role, then the subjects by kind
+    (``rbac.SubjectsStrings``: service accounts as ``namespace/name``)."""
+    ref = _dict(obj.get("roleRef"))
+    by_kind: dict[str, list[str]] = {"User": [], "Group": [], "ServiceAccount": []}
+    for subject in _list(obj.get("subjects")):
+        subject = _dict(subject)
+        kind = subject.get("kind")
+        if kind == "ServiceAccount":
+            by_kind[kind].append(f"{subject.get('namespace') or ''}/{subject.get('name') or ''}")
+        elif kind in by_kind:
+            by_kind[kind].append(str(subject.get("name") or ""))
+    cells = [
+        _meta(obj).get("name", ""),
+        f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
+        _age(obj, now),
+        ", ".join(by_kind["User"]),
+        ", ".join(by_kind["Group"]),
+        ", ".join(by_kind["ServiceAccount"]),
+    ]
+    return cells, []
+
+
 _Printer = tuple[list[dict[str, Any]], Callable[[Obj, datetime], Row]]
 
 # (group, kind) -> columns and printer; the version does not change what kube prints.
@@ -879,6 +917,8 @@ _PRINTERS: dict[tuple[str, str], _Printer] = {
         ),
     ),
     ("autoscaling", "HorizontalPodAutoscaler"): (_HPA_COLUMNS, _print_hpa),
+    ("rbac.authorization.k8s.io", "RoleBinding"): (_BINDING_COLUMNS, _print_binding),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): (_BINDING_COLUMNS, _print_binding),
 }
 
 

@@ -4,14 +4,17 @@ It registers its Node (capacity from this machine, addresses, the port of its HT
 nodeInfo, a Ready condition kept fresh) and renews the node's Lease in ``kube-node-lease``;
 watches the pods bound to it (``spec.nodeName``) and runs one :class:`~.worker.Worker` per pod;
 watches the Services and pods of every namespace it has pods in, so that each pod's /etc/hosts
-names them all (:mod:`.hosts`); assigns GPUs; writes events as the kubelet does; and serves
-logs and exec (:mod:`.server`). On start it first lists what the runtime has on disk, so a
+names them all (:mod:`.hosts`); assigns GPUs; requests the pods' ServiceAccount tokens
+(:class:`Tokens`) and tells them where the API server is, so that a process in a pod reaches
+it with in-cluster configuration; writes events as the kubelet does; and serves logs and exec
+(:mod:`.server`). On start it first lists what the runtime has on disk, so a
 restarted agent (even after ``kill -9``) adopts the containers still running, reports those
 that finished meanwhile, and removes those whose pod is gone.
 
-Owns: that wiring, node registration and the lease, the GPU assignments, the namespace views
-and the event recorder. Must not: run processes (the runtime does), compute a pod's specs or
-status (:mod:`.podspec`, :mod:`.status`), or stop pods when it stops itself: they outlive it.
+Owns: that wiring, node registration and the lease, the GPU assignments, the token cache,
+the namespace views and the event recorder. Must not: run processes (the runtime does),
+compute a pod's specs or status (:mod:`.podspec`, :mod:`.status`), or stop pods when it stops
+itself: they outlive it.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import platform
 import shutil
 import sys
 import time
-from collections.abc import Awaitable, Mapping, Sequence
-from datetime import datetime, timezone
+import urllib.parse
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from kubetrain import __version__, _aio, kube
@@ -48,12 +52,16 @@ VOLUMES: Final = kube.Resource(
     "", "v1", "persistentvolumes", namespaced=False, kind="PersistentVolume"
 )
 EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
+SERVICE_ACCOUNTS: Final = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
 LEASES: Final = kube.Resource("coordination.k8s.io", "v1", "leases", kind="Lease")
 LEASE_NAMESPACE: Final = "kube-node-lease"
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EVENT_QUEUE: Final = 10_000
 EVENT_CACHE: Final = 4096
 MAX_MESSAGE: Final = 1024
+# The kubelet's token manager asks for a new token once 80% of the old one's life is over.
+TOKEN_REFRESH: Final = 0.8
+NO_CREDENTIALS: Final = "ServiceAccountTokenNotMounted"
 
 
 def now() -> datetime:
@@ -306,6 +314,106 @@ class Recorder:
             self._seen.popitem(last=False)
 
 
+# -- ServiceAccount tokens ---------------------------------------------------------------------
+
+
+class Tokens:
+    """The tokens of the pods' ``serviceAccountToken`` projections, as the kubelet's token
+    manager keeps them: requested from ``serviceaccounts/<name>/token`` bound to the pod, with
+    the audience and lifetime the projection asks for, and asked for again once
+    :data:`TOKEN_REFRESH` of their life is over (a pod's worker fetches its sources every
+    ``resync`` seconds, so the file is rewritten in time). Forgotten with the pod."""
+
+    def __init__(self, client: kube.Client) -> None:
+        self.client = client
+        self._held: dict[podspec.TokenNeed, tuple[str, datetime]] = {}  # token, refresh after
+
+    async def get(self, namespace: str, need: podspec.TokenNeed) -> str:
+        """The token for ``need``; raises :class:`kube.ApiError` when the API issues none."""
+        held = self._held.get(need)
+        if held is not None and now() < held[1]:
+            return held[0]
+        spec: dict[str, Any] = {
+            "expirationSeconds": need.expiration_seconds,
+            "boundObjectRef": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "name": need.pod_name,
+                "uid": need.pod_uid,
+            },
+        }
+        if need.audience:
+            spec["audiences"] = [need.audience]
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+        asked = now()
+        answer = await self.client.create(
+            SERVICE_ACCOUNTS,
+            body,
+            namespace=namespace,
+            name=need.service_account,
+            subresource="token",
+        )
+        status = answer.get("status") or {}
+        token = str(status.get("token") or "")
+        expires = _parse_time(status.get("expirationTimestamp")) or (
+            asked + timedelta(seconds=need.expiration_seconds)
+        )
+        self._held[need] = (token, asked + (expires - asked) * TOKEN_REFRESH)
+        return token
+
+    def forget(self, uid: str) -> None:
+        for need in [n for n in self._held if n.pod_uid == uid]:
+            del self._held[need]
+
+
+def _parse_time(text: Any) -> datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def api_address(url: str) -> tuple[str, int] | None:
+    """The host and port of the API server's URL (``https://127.0.0.1:6443``), for the pods'
+    ``KUBERNETES_SERVICE_*``: on this node they share the host network, so the address the
+    node reaches the API server at is the one its pods reach it at."""
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return None
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def credentials_mountable(isolation: str, path: str = podspec.API_ACCESS_PATH) -> str:
+    """Why pods on this node cannot get the ServiceAccount mount at ``path``, or "" when
+    they can: it needs a private mount namespace, and a mount point the shim may create."""
+    if isolation != "namespace":
+        return "this node runs pods without a private mount namespace"
+    existing = path
+    while not os.path.exists(existing):
+        parent = os.path.dirname(existing)
+        if parent == existing:
+            break
+        existing = parent
+    if existing != path and not os.access(existing, os.W_OK):
+        return f"{path} does not exist on this host and {existing} is not writable to the node"
+    return ""
+
+
+def _api_access_mounts(pod: Mapping[str, Any]) -> bool:
+    return any(
+        podspec.is_api_access_mount(m)
+        for c in podspec.all_containers(pod)
+        for m in c.get("volumeMounts") or []
+        if isinstance(m, Mapping)
+    )
+
+
 # -- namespaces ---------------------------------------------------------------------------------
 
 
@@ -375,6 +483,7 @@ class Agent:
         self._own_runtime = node_runtime is None
         self.runtime = node_runtime or runtime.Runtime(runtime_settings(config, None))
         self.recorder = Recorder(client, self.name)
+        self.tokens = Tokens(client)
         self.devices = Devices(0)
         self.host = podspec.Host(self.name, config.address)
         self.machine: Machine | None = None
@@ -388,6 +497,7 @@ class Agent:
         self._tasks: tasks.Tasks | None = None
         self._listed = asyncio.Event()
         self._ready_since = ""
+        self._no_credentials = ""  # why pods get no ServiceAccount mount here, or ""
 
     # -- what workers and the server ask -----------------------------------------------------
 
@@ -451,7 +561,34 @@ class Agent:
             }
         )
         pvs = await asyncio.gather(*(get(VOLUMES, n, None) for n in pv_names))
-        return podspec.Sources(cm, sec, cl, dict(zip(pv_names, pvs, strict=True)))
+        tokens, token_errors = await self._fetch_tokens(namespace, needs.tokens)
+        return podspec.Sources(
+            cm, sec, cl, dict(zip(pv_names, pvs, strict=True)), tokens, token_errors
+        )
+
+    async def _fetch_tokens(
+        self, namespace: str, needs: Iterable[podspec.TokenNeed]
+    ) -> tuple[dict[podspec.TokenNeed, str], dict[podspec.TokenNeed, str]]:
+        """The tokens asked for, and the API's answer for each it would not issue (a
+        server that fails is retried by the caller's sync)."""
+        wanted = sorted(needs, key=lambda n: (n.service_account, n.audience))
+
+        async def one(need: podspec.TokenNeed) -> str | kube.ApiError:
+            try:
+                return await self.tokens.get(namespace, need)
+            except (
+                kube.NotFound,
+                kube.Forbidden,
+                kube.Invalid,
+                kube.BadRequest,
+                kube.Conflict,
+            ) as exc:
+                return exc
+
+        answers = await asyncio.gather(*(one(n) for n in wanted))
+        tokens = {n: a for n, a in zip(wanted, answers, strict=True) if isinstance(a, str)}
+        errors = {n: str(a) for n, a in zip(wanted, answers, strict=True) if not isinstance(a, str)}
+        return tokens, errors
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -466,12 +603,22 @@ class Agent:
         isolation = await asyncio.to_thread(lambda: self.runtime.isolation)
         await asyncio.to_thread(self.devices.recover, self.runtime)
         capacity = self.machine.capacity(config.max_pods)
+        self._no_credentials = credentials_mountable(isolation)
+        if self._no_credentials:
+            log.warning(
+                "pods on this node get no ServiceAccount credentials at %s: %s",
+                podspec.API_ACCESS_PATH,
+                self._no_credentials,
+            )
         self.host = podspec.Host(
             self.name,
             config.address,
             allocatable=capacity,
             base_env=config.environment or (("PATH", DEFAULT_PATH),),
             working_dir=config.working_dir,
+            api=api_address(self.client.host),
+            api_credentials=not self._no_credentials,
+            entrypoints=tools.ENTRYPOINTS,
         )
         endpoint = server.NodeServer(self.runtime, self, token=config.token)
         context = await asyncio.to_thread(server.tls_context, config, self.name)
@@ -583,17 +730,25 @@ class Agent:
         }
 
     async def register(self, capacity: Mapping[str, str]) -> None:
-        """Create the Node (or take over the one of that name) and post its status."""
+        """Create the Node with its status, as the kubelet registers (so no reader sees a Node
+        without one), or take over the one of that name and post its status."""
         labels = self.node_labels()
+        fresh = await asyncio.to_thread(self.node_status, capacity, "")
         body = {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": self.name, "labels": labels},
+            "status": fresh,
         }
         try:
             node = await self.client.create(NODES, body)
         except kube.AlreadyExists:
             node = await self.client.patch(NODES, self.name, {"metadata": {"labels": labels}})
+        else:
+            self.node_uid = str((node.get("metadata") or {}).get("uid") or "")
+            if (node.get("status") or {}).get("conditions"):  # kept, as a kubelet's is
+                self._ready_since = fresh["conditions"][-1]["lastTransitionTime"]
+                return
         self.node_uid = str((node.get("metadata") or {}).get("uid") or "")
         old = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
         ready = old.get("Ready") or {}
@@ -723,6 +878,15 @@ class Agent:
 
     def _spawn(self, uid: str, name: str) -> None:
         assert self._tasks is not None
+        pod = self._pods.get(uid)
+        if self._no_credentials and pod is not None and _api_access_mounts(pod):
+            self.recorder.record(
+                pod,
+                "Warning",
+                NO_CREDENTIALS,
+                f"the ServiceAccount token is not mounted at {podspec.API_ACCESS_PATH}: "
+                f"{self._no_credentials}; in-cluster API access will not work in this pod",
+            )
         pod_worker = worker.Worker(self, uid)
         self._workers[uid] = pod_worker
         task = self._tasks.spawn(pod_worker.run(), name=name)
@@ -730,6 +894,7 @@ class Agent:
 
     def _finished(self, uid: str) -> None:
         self._workers.pop(uid, None)
+        self.tokens.forget(uid)
         self._done.add(uid)
         self._drop_unused_views()
 

@@ -6,14 +6,26 @@ with ``$(VAR)`` expansion, ``valueFrom`` ConfigMap and Secret keys with ``option
 downward API's ``fieldRef`` and ``resourceFieldRef``), the command and args expanded against
 that environment (``third_party/forked/golang/expansion``), volumes and their mounts
 (emptyDir, hostPath, PersistentVolumeClaim via its hostPath PersistentVolume, configMap,
-secret, downwardAPI, projected), the memory limit and the GPUs given to it.
+secret, downwardAPI, projected with serviceAccountToken), the memory limit and the GPUs given
+to it, and the ``KUBERNETES_SERVICE_*``/``KUBERNETES_PORT*`` variables of the API server.
 
 Owns: those rules and the exact error messages the kubelet reports when a reference cannot be
 resolved. Must not: do I/O (the agent fetches the objects named by :func:`needs` and passes
 them in), choose GPUs (the agent assigns them), or know how the runtime runs anything.
 
-The one rule of our own: images are not pulled, so a container must say its ``command``;
-without one the pod fails (:class:`NoCommand`) with a message that says so.
+Rules of our own, since every pod shares the node's network and filesystem:
+
+- Images are not pulled, so a container must say its ``command``; without one the pod fails
+  (:class:`NoCommand`) with a message that says so — unless the node knows what the image's
+  entrypoint does and has a program that does it (``Host.entrypoints``, by image name: the
+  MPI launcher's ``kubectl-delivery``).
+- The API server a pod's in-cluster configuration reaches is the node's own (``Host.api``):
+  ``KUBERNETES_SERVICE_HOST``/``PORT`` name its real address, not the ``kubernetes``
+  Service's cluster IP, which nothing routes on one machine.
+- Where the node cannot show a volume at another path (no private mount namespace), the
+  ServiceAccount admission's ``kube-api-access-*`` mount is left out
+  (``Host.api_credentials`` false) rather than failing every pod; the agent says so in an
+  event.
 """
 
 from __future__ import annotations
@@ -38,6 +50,9 @@ CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
 FAILED_MOUNT: Final = "FailedMount"
 NO_COMMAND: Final = "NoCommand"
 MAX_HOSTNAME: Final = 63
+DEFAULT_TOKEN_SECONDS: Final = 3600  # the API's default for a serviceAccountToken projection
+API_ACCESS_PREFIX: Final = "kube-api-access-"  # the ServiceAccount admission's volume
+API_ACCESS_PATH: Final = "/var/run/secrets/kubernetes.io/serviceaccount"
 _ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _SUBSCRIPT = re.compile(r"^(metadata\.(?:labels|annotations))\['(.*)'\]$")
 
@@ -112,18 +127,46 @@ def _read_variable(text: str, start: int) -> tuple[str, bool, int]:
 
 
 @dataclass(frozen=True)
+class TokenNeed:
+    """One ``serviceAccountToken`` projection: the TokenRequest the kubelet makes for it,
+    bound to the pod. ``audience`` "" asks for the API server's own audiences."""
+
+    service_account: str
+    audience: str
+    expiration_seconds: int
+    pod_name: str
+    pod_uid: str
+
+
+@dataclass(frozen=True)
 class Needs:
-    """Names of the objects in the pod's namespace its spec refers to."""
+    """Names of the objects in the pod's namespace its spec refers to, and the tokens its
+    projected volumes ask for."""
 
     configmaps: frozenset[str] = frozenset()
     secrets: frozenset[str] = frozenset()
     claims: frozenset[str] = frozenset()
+    tokens: frozenset[TokenNeed] = frozenset()
+
+
+def token_need(pod: Obj, projection: Obj) -> TokenNeed:
+    seconds = projection.get("expirationSeconds")
+    if not isinstance(seconds, int) or isinstance(seconds, bool):
+        seconds = DEFAULT_TOKEN_SECONDS
+    return TokenNeed(
+        service_account=str(spec_of(pod).get("serviceAccountName") or "default"),
+        audience=str(projection.get("audience") or ""),
+        expiration_seconds=seconds,
+        pod_name=str(meta_of(pod).get("name") or ""),
+        pod_uid=str(meta_of(pod).get("uid") or ""),
+    )
 
 
 def needs(pod: Obj) -> Needs:
     configmaps: set[str] = set()
     secrets: set[str] = set()
     claims: set[str] = set()
+    tokens: set[TokenNeed] = set()
     for c in all_containers(pod):
         for source in c.get("envFrom") or []:
             _add_ref(configmaps, source.get("configMapRef"))
@@ -141,7 +184,9 @@ def needs(pod: Obj) -> Needs:
         for source in (volume.get("projected") or {}).get("sources") or []:
             _add_ref(configmaps, source.get("configMap"))
             _add_ref(secrets, source.get("secret"))
-    return Needs(frozenset(configmaps), frozenset(secrets), frozenset(claims))
+            if isinstance(source.get("serviceAccountToken"), Mapping):
+                tokens.add(token_need(pod, source["serviceAccountToken"]))
+    return Needs(frozenset(configmaps), frozenset(secrets), frozenset(claims), frozenset(tokens))
 
 
 def _add_ref(names: set[str], ref: Any, key: str = "name") -> None:
@@ -152,26 +197,35 @@ def _add_ref(names: set[str], ref: Any, key: str = "name") -> None:
 @dataclass(frozen=True)
 class Sources:
     """The fetched objects :func:`needs` named, by name; a name mapped to None (or absent)
-    was not found. ``volumes`` are PersistentVolumes by name (the claims' ``volumeName``)."""
+    was not found. ``volumes`` are PersistentVolumes by name (the claims' ``volumeName``);
+    ``tokens`` the ServiceAccount tokens asked for, and ``token_errors`` the API's answer
+    where it issued none."""
 
     configmaps: Mapping[str, Obj | None] = field(default_factory=dict)
     secrets: Mapping[str, Obj | None] = field(default_factory=dict)
     claims: Mapping[str, Obj | None] = field(default_factory=dict)
     volumes: Mapping[str, Obj | None] = field(default_factory=dict)
+    tokens: Mapping[TokenNeed, str] = field(default_factory=dict)  # the token issued
+    token_errors: Mapping[TokenNeed, str] = field(default_factory=dict)  # why none was
 
 
 @dataclass(frozen=True)
 class Host:
     """What the node contributes: its name and address (every pod's IP: all share the host
     network), its allocatable resources (a container's limit where it sets none, as the
-    downward API reports it), and the environment an image would have given
-    (``PATH``...; the pod's own ``env`` overrides it)."""
+    downward API reports it), the environment an image would have given (``PATH``...; the
+    pod's own ``env`` overrides it), the API server's address for the ``KUBERNETES_*``
+    variables, whether the ServiceAccount mount can be given, and the programs that stand in
+    for the entrypoints of images it knows."""
 
     name: str
     address: str
     allocatable: Mapping[str, Any] = field(default_factory=dict)
     base_env: tuple[tuple[str, str], ...] = ()
     working_dir: str = ""  # for containers that name none, as an image's WORKDIR would
+    api: tuple[str, int] | None = None  # the API server's host and port, as the node reaches it
+    api_credentials: bool = True  # False: the kube-api-access mount cannot be shown here
+    entrypoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by image name
 
 
 # -- the pod ----------------------------------------------------------------------------------
@@ -290,12 +344,14 @@ def _volume(pod: Obj, volume: Obj, sources: Sources, host: Host) -> runtime.Volu
             elif isinstance(part.get("downwardAPI"), Mapping):
                 items = part["downwardAPI"].get("items") or []
                 files += _downward_files(pod, name, items, mode, host)
+            elif isinstance(part.get("serviceAccountToken"), Mapping):
+                files.append(_token_file(pod, name, part["serviceAccountToken"], sources, mode))
             else:
                 kinds = ", ".join(sorted(part)) or "an empty source"
                 raise _mount_failed(
                     name,
                     f"projected source {kinds} is not supported on this node; accepted: "
-                    "configMap, secret, downwardAPI",
+                    "configMap, secret, downwardAPI, serviceAccountToken",
                 )
     else:
         kinds = ", ".join(sorted(k for k in volume if k != "name")) or "no source"
@@ -305,6 +361,19 @@ def _volume(pod: Obj, volume: Obj, sources: Sources, host: Host) -> runtime.Volu
             "persistentVolumeClaim, configMap, secret, downwardAPI, projected",
         )
     return runtime.Volume(name, "files", files=tuple(files))
+
+
+def _token_file(
+    pod: Obj, volume: str, projection: Obj, sources: Sources, mode: int
+) -> runtime.File:
+    """The token the API issued for a ``serviceAccountToken`` projection, or the kubelet's
+    ``failed to fetch token`` when it issued none."""
+    need = token_need(pod, projection)
+    token = sources.tokens.get(need)
+    if token is None:
+        problem = sources.token_errors.get(need) or "no token was requested"
+        raise _mount_failed(volume, f"failed to fetch token: {problem}")
+    return runtime.File(str(projection.get("path") or ""), token.encode(), mode)
 
 
 def _mode(source: Obj) -> int:
@@ -503,10 +572,36 @@ class Environment:
     skipped: tuple[str, ...] = ()
 
 
+def api_service_env(api: tuple[str, int] | None) -> tuple[tuple[str, str], ...]:
+    """What the kubelet derives from the ``kubernetes`` Service for every pod, whatever
+    ``enableServiceLinks`` says (``getServiceEnvVarMap``: the master service), pointing at the
+    API server's own address: ``KUBERNETES_SERVICE_HOST``/``_PORT``/``_PORT_HTTPS`` and the
+    Docker link variables ``KUBERNETES_PORT*``."""
+    if api is None:
+        return ()
+    host, port = api
+    joined = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    url = f"tcp://{joined}"
+    link = f"KUBERNETES_PORT_{port}_TCP"
+    return (
+        ("KUBERNETES_SERVICE_HOST", host),
+        ("KUBERNETES_SERVICE_PORT", str(port)),
+        ("KUBERNETES_SERVICE_PORT_HTTPS", str(port)),
+        ("KUBERNETES_PORT", url),
+        (link, url),
+        (f"{link}_PROTO", "tcp"),
+        (f"{link}_PORT", str(port)),
+        (f"{link}_ADDR", host),
+    )
+
+
 def environment(pod: Obj, container: Obj, sources: Sources, host: Host) -> Environment:
-    """The kubelet's ``makeEnvironmentVariables`` (without Service links): ``envFrom`` first,
-    then ``env`` in order, each value expanded against what is defined before it."""
+    """The kubelet's ``makeEnvironmentVariables``: ``envFrom`` first, then ``env`` in order,
+    each value expanded against what is defined before it and the service variables, which
+    come last where the pod does not set them. Of the services, only the API server's
+    (:func:`api_service_env`); other Service links are not made."""
     namespace = str(meta_of(pod).get("namespace") or "")
+    service = dict(api_service_env(host.api))
     env: dict[str, str] = {}
     skipped: list[str] = []
     for source in container.get("envFrom") or []:
@@ -537,7 +632,7 @@ def environment(pod: Obj, container: Obj, sources: Sources, host: Host) -> Envir
         name = str(item.get("name") or "")
         value = item.get("value")
         if value:
-            env[name] = expand(str(value), mapping_for(env))
+            env[name] = expand(str(value), mapping_for(env, service))
             continue
         value_from = item.get("valueFrom")
         if not isinstance(value_from, Mapping):
@@ -546,6 +641,8 @@ def environment(pod: Obj, container: Obj, sources: Sources, host: Host) -> Envir
         resolved = _value_from(pod, container, value_from, sources, host, namespace)
         if resolved is not None:
             env[name] = resolved
+    for name, value in service.items():
+        env.setdefault(name, value)
     return Environment(tuple(env.items()), tuple(skipped))
 
 
@@ -613,6 +710,8 @@ def container_spec(
     name = str(container.get("name") or "")
     command = [str(a) for a in container.get("command") or []]
     if not command:
+        command = list(host.entrypoints.get(image_name(str(container.get("image") or "")), ()))
+    if not command:
         section = "initContainers" if init else "containers"
         index = next(
             (
@@ -630,7 +729,11 @@ def container_spec(
     final = dict(host.base_env)
     final.setdefault("HOSTNAME", hostname(pod))
     final.update(values)
-    mounts = tuple(_mount(m, values) for m in container.get("volumeMounts") or [])
+    mounts = tuple(
+        _mount(m, values)
+        for m in container.get("volumeMounts") or []
+        if host.api_credentials or not is_api_access_mount(m)
+    )
     spec = runtime.ContainerSpec(
         name=name,
         argv=argv,
@@ -642,6 +745,20 @@ def container_spec(
         init=init,
     )
     return spec, environ
+
+
+def image_name(image: str) -> str:
+    """An image reference's last path component without tag or digest:
+    ``ghcr.io/kubeflow/training-v1/kubectl-delivery:latest`` → ``kubectl-delivery``."""
+    name = image.split("@", 1)[0].rsplit("/", 1)[-1]
+    return name.split(":", 1)[0]
+
+
+def is_api_access_mount(mount: Obj) -> bool:
+    """The mount the ServiceAccount admission adds: its volume at the in-cluster path."""
+    return str(mount.get("name") or "").startswith(API_ACCESS_PREFIX) and (
+        str(mount.get("mountPath") or "").rstrip("/") == API_ACCESS_PATH
+    )
 
 
 def _mount(mount: Obj, env: Mapping[str, str]) -> runtime.Mount:

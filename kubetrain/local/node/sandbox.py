@@ -111,7 +111,7 @@ def materialise(root: str, sandbox: runtime.Sandbox) -> None:
             {"name": v.name, "kind": v.kind, "hostPath": v.host_path} for v in sandbox.volumes
         ],
     }
-    write_atomic(os.path.join(base, SANDBOX_FILE), json.dumps(about, indent=1).encode(), 0o644)
+    write_atomic(os.path.join(base, SANDBOX_FILE), json.dumps(about, indent=1).encode(), 0o600)
 
 
 def _host_volume(name: str, path: str) -> None:

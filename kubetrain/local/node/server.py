@@ -188,9 +188,10 @@ class NodeServer:
     async def _authenticate(
         self, request: web.Request, handler: Callable[[web.Request], Any]
     ) -> web.StreamResponse:
-        given = request.headers.get("Authorization", "")
+        # surrogateescape: a header of bytes that are not UTF-8 is a wrong token, not a 500
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
         expected = f"Bearer {self.token}"
-        if not self.token or not hmac.compare_digest(given.encode(), expected.encode()):
+        if not self.token or not hmac.compare_digest(given, expected.encode()):
             return web.Response(status=401, text="Unauthorized", content_type="text/plain")
         try:
             return await handler(request)

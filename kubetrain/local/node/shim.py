@@ -13,7 +13,8 @@ own session, knows nothing of the agent, and talks to it only through the attemp
                      {shimPid, shimStart}, then + {pid, start, startedAt} once the command was
                      exec'd, then + {exitCode, reason, message, finishedAt}
         log, log.1   the CRI-format log ("<RFC3339Nano> stdout|stderr F|P <text>"), rotated
-                     when the current file passes half of logMaxBytes
+                     when the current file passes half of logMaxBytes (0600: a log may print
+                     the Secrets the container was given; so is state.json)
         shim.err     the shim's own stderr (a traceback, should the shim itself fail)
 
 ``start`` (pid's start time in clock ticks) guards against pid reuse: anyone who signals the
@@ -92,6 +93,7 @@ EXIT_OOM = 137
 COMPLETED, ERROR, OOM_KILLED, CANNOT_RUN = "Completed", "Error", "OOMKilled", "ContainerCannotRun"
 PR_SET_CHILD_SUBREAPER = 36
 RESET_SIGNALS = ("SIGPIPE", "SIGXFSZ", "SIGHUP", "SIGINT", "SIGTERM", "SIGCHLD")
+CONTAINER_UMASK = 0o022  # containerd's and Docker's default for a container's process
 
 
 class CannotRun(Exception):
@@ -145,7 +147,7 @@ def read_json(path: str) -> dict[str, Any] | None:
 
 def write_state(directory: str, state: dict[str, Any]) -> None:
     data = dumps(state).encode(errors="backslashreplace")
-    sandbox.write_atomic(os.path.join(directory, STATE), data, 0o644)
+    sandbox.write_atomic(os.path.join(directory, STATE), data, 0o600)
 
 
 _ESCAPES = {**{i: f"\\u{i:04x}" for i in range(32)}, ord('"'): '\\"', ord("\\"): "\\\\"}
@@ -173,7 +175,7 @@ class LogWriter:
     def __init__(self, path: str, max_bytes: int) -> None:
         self.path = path
         self.half = max(max_bytes // 2, 1)
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.size = os.fstat(self.fd).st_size
         self.pending = {"stdout": b"", "stderr": b""}
 
@@ -201,7 +203,7 @@ class LogWriter:
         if self.size and self.size + len(data) > self.half:
             os.close(self.fd)
             os.replace(self.path, self.path + ROTATED_SUFFIX)
-            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            self.fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             self.size = 0
         view = memoryview(data)
         while view:
@@ -238,9 +240,13 @@ def resolve(command: str, path: str, cwd: str) -> str:
     )
 
 
-def reset_signals() -> None:
+def as_container() -> None:
+    """What a container's process starts with, whatever the node runs with: default signal
+    dispositions, and a container runtime's umask (the node's own is 077: its files are
+    private)."""
     for name in RESET_SIGNALS:
         signal.signal(getattr(signal, name), signal.SIG_DFL)
+    os.umask(CONTAINER_UMASK)
 
 
 def subreaper() -> None:
@@ -288,7 +294,7 @@ def spawn(
             os.setsid()
             if cgroup is not None:
                 cgroup.join()  # before exec: everything the container forks is charged there
-            reset_signals()
+            as_container()
             for target, fd in enumerate(stdio):
                 os.dup2(fd, target)
             os.chdir(cwd)
@@ -492,7 +498,7 @@ def exec_in(directory: str, notify: int, tty: bool, argv: list[str]) -> int:
             child, master = start_tty(path, argv, env, cwd)
         else:
             os.chdir(cwd)
-            reset_signals()
+            as_container()
             os.execve(path, argv, env)
     except CannotRun as e:
         os.write(notify, str(e).encode())
@@ -516,7 +522,7 @@ def start_tty(path: str, argv: list[str], env: dict[str, str], cwd: str) -> tupl
         try:
             os.setsid()
             fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-            reset_signals()
+            as_container()
             for target in (0, 1, 2):
                 os.dup2(slave, target)
             os.chdir(cwd)

@@ -351,7 +351,7 @@ class Worker:
         """The objects the pod refers to; fetched again after ``resync`` seconds (volumes
         follow their ConfigMaps and Secrets) or when a container waits for one."""
         needs = podspec.needs(pod)
-        if not (needs.configmaps or needs.secrets or needs.claims):
+        if not (needs.configmaps or needs.secrets or needs.claims or needs.tokens):
             return podspec.Sources()
         fresh = time.monotonic() - self._sources_at < self.agent.settings.resync
         if self._sources is not None and fresh and not self._config_errors:

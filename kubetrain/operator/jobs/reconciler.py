@@ -10,8 +10,9 @@ One :class:`JobReconciler` per kind, all alike (house rule 12): the framework is
    Warning event and a :class:`~kubetrain.operator.runtime.controller.TerminalError` (the next
    edit of the job reconciles it again).
 3. Deletes, then creates (a Service before its pod; 409 means it exists), then patches and the
-   companions created once (MPI's ServiceAccount, Role, RoleBinding, skipped where the API
-   server serves no RBAC). Each pod and Service call has upstream's event and metric.
+   companions created once (MPI's ServiceAccount, Role, RoleBinding; a kind the API server
+   does not serve, as discovery tells, is skipped with one log line). Each pod and Service
+   call has upstream's event and metric.
 4. The status, written once to ``/status`` (a compare-and-swap on the resourceVersion read)
    and only if it changed; then the events, the job metrics, and the TTL deletion. A lost
    compare-and-swap ends the pass quietly: the newer job's event brings the next one.
