@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	  else echo "note: no mpirun, and no apt-get to install it: the MPI example needs Open MPI"; fi; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi]'
+	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax]'
 	touch $(STAMP)
 
 ## run: install, start the local control plane, run the main example job with live logs
