@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax]'
+	# The official Kubeflow SDK, for the test that drives kubetrain with it: a directory of its
+	# own, since it pins an older kubernetes client than kubetrain's.
+	test -f $(VENV)/kubeflow-sdk/kubeflow/trainer/__init__.py || \
+	  $(BIN)/python -m pip install --quiet --target $(VENV)/kubeflow-sdk 'kubeflow==0.5.0'
 	touch $(STAMP)
 
 ## run: install, start the local control plane, run the main example job with live logs

@@ -47,10 +47,12 @@ _SDK_NAMES = frozenset(
 
 
 def __getattr__(name: str) -> Any:
+    if name == "report":  # kubetrain.report(progress=..., metrics=...), from a training process
+        return importlib.import_module("kubetrain.progress").report
     if name in _SDK_NAMES:  # imported by name at run time: lower layers import this package
         return getattr(importlib.import_module("kubetrain.sdk"), name)
     raise AttributeError(f"module 'kubetrain' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_SDK_NAMES})
+    return sorted({*globals(), *_SDK_NAMES, "report"})

@@ -260,6 +260,21 @@ _REQUIRED: dict[type[BaseModel], tuple[str, ...]] = {
 _STATE_COLUMN = {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"}
 _AGE_COLUMN = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
 _AGE_FIRST = frozenset({_v1.MPIJob.KIND})
+# kubetrain: what a training process reports (``kubetrain.report``) shows in ``kubectl get``;
+# upstream's TrainJob CRD prints State and Age only.
+_PROGRESS_COLUMNS = [
+    {
+        "name": "Progress %",
+        "type": "integer",
+        "jsonPath": ".status.trainerStatus.progressPercentage",
+    },
+    {
+        "name": "ETA",
+        "type": "integer",
+        "description": "estimated seconds of training left",
+        "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds",
+    },
+]
 
 
 # --- public ---------------------------------------------------------------------------------
@@ -314,7 +329,7 @@ def _trainer_crd(kind: type[_trainer.TrainerKind]) -> dict[str, Any]:
         storage,
         storage=True,
         schema=_root_schema(kind),
-        columns=[_STATE_COLUMN, _AGE_COLUMN] if is_job else [_AGE_COLUMN],
+        columns=[_STATE_COLUMN, *_PROGRESS_COLUMNS, _AGE_COLUMN] if is_job else [_AGE_COLUMN],
         subresources={"status": {}} if is_job else None,
     )
     versions = [first]

@@ -11,9 +11,11 @@ headless Service, plus the Secrets, ConfigMaps and PodGroups the plugins ask for
     runtime_info.RuntimeInfo         the working object plugins edit (new_info builds it)
     phases / framework               the phase protocols, ``PLUGINS`` and their order, ``run``
     plugins/                         plainml, torch (+ torchtune), mpi, jax, xgboost,
-                                     coscheduling, volcano, jobset
-    workload                         a JobSet as pods and a Service: naming, success, failure,
-                                     restarts, dependsOn, startup order (pure)
+                                     coscheduling, volcano, trainerstatus (where the trainer
+                                     reports progress), jobset
+    workload                         a JobSet as pods, a Service and its volumeClaimPolicies'
+                                     claims: naming, success, failure, restarts, dependsOn,
+                                     startup order (pure)
     status                           conditions (Suspended, Complete, Failed, Running), deadline
     messages                         upstream's reasons and messages, word for word
     strategicmerge, podrequests      pod-template merges and pod resource sums (pure)

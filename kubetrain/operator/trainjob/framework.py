@@ -8,7 +8,8 @@ plugins in :data:`PLUGINS` order:
    ports, volumes; torchtune's command rewriting. First, because everything after reads counts.
 2. **EnforcePodGroupPolicy**: gang-scheduling labels/annotations for every pod. After the ML
    policy, before the pod spec phase, as upstream.
-3. **EnforcePodSpec**: last edits of pod sets (upstream: the status-server plugin; none yet).
+3. **EnforcePodSpec**: last edits of pod sets: where the trainer reports its progress
+   (upstream: the status-server plugin).
 4. **PreBuild**: sync derived values (pod endpoints) and return the field errors that only a
    built Info reveals (torchtune recipes, an MPI implementation). After all edits, so that
    endpoints reflect the final counts; before build, so that nothing is created for a job
@@ -53,6 +54,7 @@ from kubetrain.operator.trainjob.plugins import (
     mpi,
     plainml,
     torch,
+    trainerstatus,
     volcano,
     xgboost,
 )
@@ -85,6 +87,7 @@ PLUGINS: tuple[Plugin, ...] = (
     xgboost.XGBoost(),
     coscheduling.Coscheduling(),  # after the ML plugins: PodGroups count their pods
     volcano.Volcano(),
+    trainerstatus.TrainerStatus(),  # after the ML plugins: its env comes after theirs
     jobset.JobSet(),  # last: copies every other plugin's edits into the pod templates
 )
 

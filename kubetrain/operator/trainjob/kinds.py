@@ -25,6 +25,9 @@ PODS: Final = kube.Resource("", "v1", "pods", kind="Pod")
 SERVICES: Final = kube.Resource("", "v1", "services", kind="Service")
 CONFIGMAPS: Final = kube.Resource("", "v1", "configmaps", kind="ConfigMap")
 SECRETS: Final = kube.Resource("", "v1", "secrets", kind="Secret")
+PERSISTENT_VOLUME_CLAIMS: Final = kube.Resource(
+    "", "v1", "persistentvolumeclaims", kind="PersistentVolumeClaim"
+)
 COSCHEDULING_POD_GROUPS: Final = kube.Resource(
     "scheduling.x-k8s.io", "v1alpha1", "podgroups", kind="PodGroup"
 )

@@ -19,9 +19,11 @@ One reconcile, for a TrainJob this controller manages (``spec.managedBy`` unset 
    even on a stale cache, can bring it back to life: a failed TrainJob stays failed;
 6. otherwise, unless the cache still misses its own last creations or deletions
    (:class:`~kubetrain.operator.runtime.expectations.Expectations`), it creates what is missing
-   (409 means it exists), records a restart on the Service before deleting the pods of the
-   failed attempt, deletes what must go and creates the pods that are due, then writes the
-   status if it changed, then sends events.
+   (409 means it exists: the plugins' objects, the claims of the JobSet's
+   ``volumeClaimPolicies`` and the Service), records a restart on the Service before deleting
+   the pods of the failed attempt, deletes what must go and creates the pods that are due,
+   then writes the status if it changed, then sends events. ``status.trainerStatus`` is never
+   written here: the training process reports it (:mod:`kubetrain.progress`).
 
 Pod names are deterministic (``<job>-<replicatedJob>-<jobIndex>-<podIndex>``), so the API
 server itself refuses a second pod for an index. A change of ``trainer.numNodes`` (an elastic
@@ -104,6 +106,7 @@ class _Memory:
     secret_created: bool = False
     service_created: bool = False
     pod_groups: set[str] = field(default_factory=set)
+    claims: set[str] = field(default_factory=set)
     host_port: int | None = None
 
 
@@ -249,6 +252,7 @@ class TrainJobReconciler:
         plan = workload.plan(jobset, observation, pods)
         try:
             await self._ensure_extras(key.namespace, extras, suspend, memory)
+            await self._ensure_claims(key.namespace, workload.volume_claims(jobset), memory)
             await self._ensure_service(jobset, service, restarts, memory)
             if plan.restart is not None:
                 await self._record_restart(jobset, plan.restart, memory)
@@ -437,6 +441,18 @@ class TrainJobReconciler:
         except kube.AlreadyExists:
             return False
         return True
+
+    async def _ensure_claims(
+        self, namespace: str, claims: Iterable[dict[str, Any]], memory: _Memory
+    ) -> None:
+        """Create each claim once (JobSet never changes one it made; 409 = exists)."""
+        for claim in claims:
+            name = workload.name_of(claim)
+            if name in memory.claims:
+                continue
+            if await self._create(kinds.PERSISTENT_VOLUME_CLAIMS, claim, namespace):
+                log.info("PersistentVolumeClaim %s/%s created", namespace, name)
+            memory.claims.add(name)
 
     async def _ensure_config_map(self, namespace: str, obj: dict[str, Any]) -> None:
         name = workload.name_of(obj)

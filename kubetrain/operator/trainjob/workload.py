@@ -33,7 +33,17 @@ Behaviour, as JobSet does it:
   ``jobset.sigs.k8s.io/restart-attempt``;
 - ``dependsOn`` (``Ready``/``Complete``) and ``startupPolicy: InOrder`` hold back the pods of
   later replicated jobs until their predecessors got there;
-- suspended: no active pods; finished: active pods are deleted, finished ones kept for logs.
+- suspended: no active pods; finished: active pods are deleted, finished ones kept for logs;
+- ``volumeClaimPolicies`` (JobSet's stateful-JobSet API, which upstream's initializer runtimes
+  use for the volume ``initializer``): one PersistentVolumeClaim per template, shared by every
+  replicated job, named ``<template>-<jobset>``, with the template's labels plus
+  ``jobset.sigs.k8s.io/jobset-name``; owned by the TrainJob (so deleted with it) unless
+  ``retentionPolicy.whenDeleted`` is ``Retain``. Every pod template one of whose containers
+  mounts a volume of a template's name (and that declares no volume of that name itself) gets
+  the volume ``{name: <template>, persistentVolumeClaim: {claimName: <template>-<jobset>}}``.
+  That is how the dataset and model initializers hand ``/workspace`` to every trainer node: on
+  a cluster through whatever storage the claim binds to (ReadWriteMany for several nodes), on
+  kubetrain's local node through one directory of this machine.
 
 On a shared host network the JobSet records the job's port
 (:data:`~kubetrain.operator.trainjob.hostport.HOST_PORT_ANNOTATION`): the Service records it
@@ -78,6 +88,7 @@ COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 JOB_NAME_LABELS: Final = ("job-name", "batch.kubernetes.io/job-name")
 RESTARTS_ANNOTATION: Final = "kubetrain.io/jobset-restarts"
 RESTARTS_TOWARDS_MAX_ANNOTATION: Final = "kubetrain.io/jobset-restarts-count-towards-max"
+RETAIN: Final = "Retain"
 DEFAULT_GROUP: Final = "default"
 DEFAULT_BACKOFF_LIMIT: Final = 6
 DEFAULT_RESTART_POLICY: Final = "OnFailure"
@@ -245,6 +256,7 @@ def desired_pod(
     labels[COMPLETION_INDEX] = str(pod_index)
     annotations[COMPLETION_INDEX] = str(pod_index)
     spec.setdefault("restartPolicy", DEFAULT_RESTART_POLICY)
+    _claim_volumes(jobset, spec)
     port = hostport.recorded(jobset)
     if port is not None:
         rank0 = rname == api.NODE and job_index == 0 and pod_index == 0
@@ -277,6 +289,72 @@ def _claim_host_port(spec: dict[str, Any], port: int, rank0: bool) -> None:
                 entry["hostPort"] = port
             kept.append(entry)
         container["ports"] = kept
+
+
+def _claim_templates(jobset: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], bool]]:
+    """Every ``volumeClaimPolicies`` template, with whether its claim is retained."""
+    found = []
+    for policy in _dig(jobset, "spec", "volumeClaimPolicies") or []:
+        if not isinstance(policy, Mapping):
+            continue
+        retain = _dig(policy, "retentionPolicy", "whenDeleted") == RETAIN
+        for template in policy.get("templates") or []:
+            if isinstance(template, Mapping) and _dig(template, "metadata", "name"):
+                found.append((template, retain))
+    return found
+
+
+def claim_name(jobset: Mapping[str, Any], template: str) -> str:
+    """JobSet's shared claim name, ``<template>-<jobset>``."""
+    return f"{template}-{name_of(jobset)}"
+
+
+def volume_claims(jobset: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The PersistentVolumeClaims of the JobSet's ``volumeClaimPolicies``."""
+    claims = []
+    for template, retain in _claim_templates(jobset):
+        meta = template.get("metadata") or {}
+        labels = {**(meta.get("labels") or {}), JOBSET_NAME: name_of(jobset)}
+        metadata: dict[str, Any] = {
+            "name": claim_name(jobset, str(meta["name"])),
+            "namespace": _dig(jobset, "metadata", "namespace"),
+            "labels": labels,
+        }
+        if meta.get("annotations"):
+            metadata["annotations"] = dict(meta["annotations"])
+        owners = _dig(jobset, "metadata", "ownerReferences")
+        if owners and not retain:
+            metadata["ownerReferences"] = copy.deepcopy(owners)
+        claims.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": metadata,
+                "spec": copy.deepcopy(template.get("spec") or {}),
+            }
+        )
+    return claims
+
+
+def _claim_volumes(jobset: Mapping[str, Any], spec: dict[str, Any]) -> None:
+    """The claims' volumes, on a pod spec whose containers mount them by template name."""
+    mounted = {
+        mount.get("name")
+        for key in ("initContainers", "containers")
+        for container in spec.get(key) or []
+        if isinstance(container, Mapping)
+        for mount in container.get("volumeMounts") or []
+        if isinstance(mount, Mapping)
+    }
+    volumes = spec.get("volumes") if isinstance(spec.get("volumes"), list) else []
+    declared = {v.get("name") for v in volumes if isinstance(v, Mapping)}
+    for template, _ in _claim_templates(jobset):
+        name = str(_dig(template, "metadata", "name"))
+        if name in mounted and name not in declared:
+            claim = {"claimName": claim_name(jobset, name)}
+            volumes.append({"name": name, "persistentVolumeClaim": claim})
+    if volumes:
+        spec["volumes"] = volumes
 
 
 def desired_service(jobset: Mapping[str, Any], restarts: int = 0, towards_max: int = 0) -> dict:

@@ -228,10 +228,22 @@ def test_trainer_kinds_store_v1alpha1_and_serve_v2alpha1_with_the_same_schema(ki
 
 STATE = {"name": "State", "type": "string", "jsonPath": ".status.conditions[-1:].type"}
 AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+PROGRESS = {
+    "name": "Progress %",
+    "type": "integer",
+    "jsonPath": ".status.trainerStatus.progressPercentage",
+}
+ETA = {
+    "name": "ETA",
+    "type": "integer",
+    "description": "estimated seconds of training left",
+    "jsonPath": ".status.trainerStatus.estimatedRemainingSeconds",
+}
 
 
 COLUMNS = [
-    *[(k, [STATE, AGE]) for k in JOB_KINDS if k != "MPIJob"],
+    *[(k, [STATE, AGE]) for k in JOB_KINDS if k not in ("MPIJob", "TrainJob")],
+    ("TrainJob", [STATE, PROGRESS, ETA, AGE]),  # kubetrain: what kubetrain.report sent
     ("MPIJob", [AGE, STATE]),  # upstream's mpijobs CRD lists Age first
     *[(k, [AGE]) for k in RUNTIME_KINDS],
 ]

@@ -8,7 +8,9 @@
 
   - initializer jobs (ancestor ``dataset-initializer`` / ``model-initializer``): one replica;
     their container of the same name gets ``STORAGE_URI`` and the initializer's env, and
-    ``envFrom`` its ``secretRef``;
+    ``envFrom`` its ``secretRef``; for a ``pvc://<claim>/<path>`` URI (kubetrain's), the pod
+    gets that claim as the read-only volume ``storage-source``, mounted at
+    :data:`PVC_SOURCE_MOUNT`, where ``python3 -m kubetrain.initializers`` reads it;
   - the trainer job: one replica; its ``node`` container gets the TrainJob's image, command
     (as the plugins rewrote it) and args, and ``trainer.env``; with MPI ``runLauncherAsNode``
     the ``node`` job's ``node`` container gets ``trainer.env`` too;
@@ -40,6 +42,9 @@ KIND: Final = "JobSet"
 STORAGE_URI_ENV: Final = "STORAGE_URI"
 DATASET_INITIALIZER: Final = "dataset-initializer"
 MODEL_INITIALIZER: Final = "model-initializer"
+PVC_SCHEME: Final = "pvc://"
+PVC_SOURCE_VOLUME: Final = "storage-source"
+PVC_SOURCE_MOUNT: Final = "/mnt/source"  # kubetrain.initializers.config.PVC_SOURCE_MOUNT
 
 
 def subdomain(info: runtime_info.RuntimeInfo) -> str:
@@ -102,6 +107,18 @@ def _initializer(rjob: dict[str, Any], ancestor: str, job: api.TrainJob) -> None
     strategicmerge.upsert_env(env, source.env or [])
     if source.secret_ref is not None and source.secret_ref.name:
         _list(container, "envFrom").append({"secretRef": {"name": source.secret_ref.name}})
+    uri = source.storage_uri or ""
+    claim = uri[len(PVC_SCHEME) :].split("/", 1)[0] if uri.startswith(PVC_SCHEME) else ""
+    if claim:
+        volume = {
+            "name": PVC_SOURCE_VOLUME,
+            "persistentVolumeClaim": {"claimName": claim, "readOnly": True},
+        }
+        mount = {"name": PVC_SOURCE_VOLUME, "mountPath": PVC_SOURCE_MOUNT, "readOnly": True}
+        strategicmerge.upsert_volumes(
+            _list(runtime_info.ensure_pod_spec(rjob), "volumes"), [volume]
+        )
+        strategicmerge.upsert_mounts(_list(container, "volumeMounts"), [mount])
 
 
 def _trainer(rjob: dict[str, Any], info: runtime_info.RuntimeInfo, is_trainer: bool) -> None:

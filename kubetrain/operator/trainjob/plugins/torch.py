@@ -8,6 +8,10 @@ TrainJob's ``numNodes``, else ``maxNodes``, and ``PET_NNODES`` is ``min:max``) a
 puts them on the trainer's ``node`` container after the TrainJob's own env. A running elastic
 job that changes size keeps its pods' env: ``min:max`` and the rendezvous endpoint do not
 depend on the size, so torchrun's rendezvous admits the new nodes and drops the removed ones.
+An elastic trainer also gets ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1`` unless the TrainJob sets
+it: torchrun otherwise serves the training processes' store from the rendezvous store and
+publishes its address only from an agent that becomes rank 0 for the first time, so a node
+joining a running job waits for it until its agent times out (60 s) and exits.
 
 Pre-build, a torchtune TrainJob's recipe choice is checked (see
 :mod:`~kubetrain.operator.trainjob.plugins.torchtune`).
@@ -20,6 +24,8 @@ from kubetrain.frameworks.trainjob import torch as contract
 from kubetrain.operator.trainjob import runtime_info, strategicmerge
 from kubetrain.operator.trainjob.plugins import torchtune, trainer
 
+SHARE_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
+
 
 class Torch:
     name = "Torch"
@@ -30,6 +36,9 @@ class Torch:
         trainer.apply_num_nodes(info, contract.node_count(info.job, info.runtime))
         trainer.apply_env(info, contract.env(info.job, info.runtime, info.port))
         trainer.apply_ports(info, contract.ports(info.port))
+        own_env = {e.get("name") for e in (info.trainer.env or [])} if info.trainer else set()
+        if contract.is_elastic(info.runtime) and SHARE_STORE_ENV not in own_env:
+            trainer.apply_env(info, [{"name": SHARE_STORE_ENV, "value": "1"}])
         for job_name, container_name in contract.injection_targets(info.runtime):
             pod_set = info.pod_set(job_name)
             container = pod_set.container(container_name) if pod_set is not None else None

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubetrain import api
 from kubetrain.operator.trainjob import framework, phases
+from kubetrain.operator.trainjob.plugins import trainerstatus
 from tests.unit.api import trainers
 
 UID = "0000-uid"
@@ -59,16 +60,29 @@ def container(built: framework.Built, job: str, name: str = "node") -> dict[str,
     raise AssertionError(f"no container {name} in {job}")
 
 
-def env(built: framework.Built, job: str = "node", name: str = "node") -> dict[str, Any]:
-    """``{name: value or valueFrom}`` of a container's env, in order."""
+# Where the trainer reports progress (the TrainerStatus plugin); its own tests check them, the
+# env tables of the other plugins leave them out.
+REPORT_ENV = frozenset({trainerstatus.NAME_ENV, trainerstatus.NAMESPACE_ENV})
+
+
+def env(
+    built: framework.Built, job: str = "node", name: str = "node", *, everything: bool = False
+) -> dict[str, Any]:
+    """``{name: value or valueFrom}`` of a container's env, in order (without
+    :data:`REPORT_ENV` unless ``everything``)."""
     return {
         e["name"]: e.get("value", e.get("valueFrom"))
         for e in container(built, job, name).get("env") or []
+        if everything or e["name"] not in REPORT_ENV
     }
 
 
 def env_names(built: framework.Built, job: str = "node", name: str = "node") -> list[str]:
-    return [e["name"] for e in container(built, job, name).get("env") or []]
+    return [
+        e["name"]
+        for e in container(built, job, name).get("env") or []
+        if e["name"] not in REPORT_ENV
+    ]
 
 
 def torchtune_runtime(name: str = "torchtune-llama3.2-1b") -> dict[str, Any]:

@@ -11,7 +11,17 @@ from kubetrain.operator.trainjob import framework, phases
 from tests.unit.api.trainers import runtime, trainjob
 from tests.unit.operator.trainjob.building import admitted
 
-ORDER = ["PlainML", "Torch", "MPI", "JAX", "XGBoost", "CoScheduling", "Volcano", "JobSet"]
+ORDER = [
+    "PlainML",
+    "Torch",
+    "MPI",
+    "JAX",
+    "XGBoost",
+    "CoScheduling",
+    "Volcano",
+    "TrainerStatus",
+    "JobSet",
+]
 
 
 def test_plugins_keep_their_documented_order() -> None:
@@ -31,7 +41,7 @@ def test_plugins_keep_their_documented_order() -> None:
             ["CoScheduling", "Volcano"],
             id="pod-group policy: the gang schedulers",
         ),
-        pytest.param(phases.EnforcePodSpec, [], id="pod spec: nothing yet"),
+        pytest.param(phases.EnforcePodSpec, ["TrainerStatus"], id="pod spec: where progress goes"),
         pytest.param(
             phases.PreBuild, ["Torch", "MPI", "JobSet"], id="pre-build: checks and endpoints"
         ),

@@ -73,8 +73,9 @@ RANK = {
                 "PET_RDZV_BACKEND": "c10d",
                 "PET_RDZV_ENDPOINT": "job-node-0-0.job:29500",
                 "PET_MAX_RESTARTS": "3",
+                "TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1",
             },
-            id="torch elastic: min:max nodes and the c10d rendezvous on rank 0",
+            id="torch elastic: min:max nodes, the c10d rendezvous on rank 0, a store per round",
         ),
         pytest.param(
             trainjob("job").trainer(numNodes=3).build(),

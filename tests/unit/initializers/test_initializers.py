@@ -1,0 +1,339 @@
+"""The dataset and model initializers: upstream's env contract, file:// and pvc:// copies, the
+Hugging Face and S3 downloads (S3 through a stand-in boto3; Hugging Face for real, offline),
+and errors that name the URI. No network: nothing here reaches beyond this machine."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.initializers import InitializerError, fetch, huggingface, s3
+from kubetrain.initializers import __main__ as program
+from kubetrain.initializers import config as cfg
+
+
+def configured(kind: str = "dataset", **env: str) -> cfg.Config:
+    return cfg.from_env(kind, env)
+
+
+@pytest.mark.parametrize(
+    ("kind", "env", "message"),
+    [
+        pytest.param(
+            "dataset",
+            {},
+            "dataset initializer: STORAGE_URI is not set; accepted: a URI of hf://, s3://, "
+            "file://, pvc://",
+            id="no URI",
+        ),
+        pytest.param(
+            "model",
+            {"STORAGE_URI": "cache://schema/table"},
+            "model initializer: cache://schema/table: unsupported model storage URI scheme "
+            "'cache'; accepted: hf://, s3://, file://, pvc://",
+            id="a scheme kubetrain does not fetch",
+        ),
+        pytest.param(
+            "checkpoint",
+            {"STORAGE_URI": "hf://a/b"},
+            "initializer kind 'checkpoint'; accepted: dataset, model",
+            id="an unknown initializer",
+        ),
+    ],
+)
+def test_configuration_errors_say_what_is_accepted(
+    kind: str, env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(InitializerError) as caught:
+        cfg.from_env(kind, env)
+    assert str(caught.value) == message
+
+
+def test_the_env_contract_is_upstream_s() -> None:
+    config = configured(
+        "model",
+        STORAGE_URI="s3://bucket/llm",
+        IGNORE_PATTERNS=" *.bin, ,*.pt",
+        ENDPOINT="http://127.0.0.1:9000",
+        ACCESS_KEY_ID="key",
+        SECRET_ACCESS_KEY="secret",
+        REGION="eu-1",
+        ACCESS_TOKEN="",
+    )
+    assert config == cfg.Config(
+        kind="model",
+        storage_uri="s3://bucket/llm",
+        output_path="/workspace/model",
+        access_token=None,
+        ignore_patterns=("*.bin", "*.pt"),
+        endpoint="http://127.0.0.1:9000",
+        access_key_id="key",
+        secret_access_key="secret",
+        region="eu-1",
+    )
+    assert configured(STORAGE_URI="hf://a/b").output_path == "/workspace/dataset"
+    assert configured(STORAGE_URI="hf://a/b", OUTPUT_PATH="/out").output_path == "/out"
+
+
+def tree(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def listing(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_a_file_directory_is_copied_into_the_destination(tmp_path: Path) -> None:
+    source, out = tmp_path / "data", tmp_path / "out"
+    tree(source, {"a.csv": "1", "sub/b.csv": "2", "sub/skip.bin": "x"})
+    config = configured(
+        STORAGE_URI=f"file://{source}", OUTPUT_PATH=str(out), IGNORE_PATTERNS="*.bin"
+    )
+    fetch.fetch(config)
+    assert listing(out) == {"a.csv": "1", "sub/b.csv": "2"}
+    fetch.fetch(config)  # a restarted initializer finishes the same copy
+    assert listing(out) == {"a.csv": "1", "sub/b.csv": "2"}
+
+
+def test_a_single_file_lands_under_its_name(tmp_path: Path) -> None:
+    tree(tmp_path, {"weights.safetensors": "w"})
+    out = tmp_path / "out"
+    fetch.fetch(
+        configured(
+            "model", STORAGE_URI=f"file://{tmp_path}/weights.safetensors", OUTPUT_PATH=str(out)
+        )
+    )
+    assert listing(out) == {"weights.safetensors": "w"}
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        pytest.param(
+            "file:///no/such/data",
+            "dataset initializer: file:///no/such/data: /no/such/data does not exist",
+            id="file: a missing path",
+        ),
+        pytest.param(
+            "pvc://claim/digits",
+            "dataset initializer: pvc://claim/digits: /mnt/source/digits does not exist "
+            "(the claim is mounted at /mnt/source)",
+            id="pvc: the claim's path, where the controller mounts it",
+        ),
+        pytest.param(
+            "file://host/data",
+            "dataset initializer: file://host/data: a file:// URI names a path on this node: "
+            "file:///<path>",
+            id="file: another host",
+        ),
+        pytest.param(
+            "s3:///prefix",
+            "dataset initializer: s3:///prefix: an s3:// URI names a bucket: "
+            "s3://<bucket>/<prefix>",
+            id="s3: no bucket",
+        ),
+        pytest.param(
+            "hf://",
+            "dataset initializer: hf://: an hf:// URI names a repository: hf://<org>/<name>",
+            id="hf: no repository",
+        ),
+    ],
+)
+def test_source_errors_name_the_uri(uri: str, message: str) -> None:
+    with pytest.raises(InitializerError) as caught:
+        fetch.fetch(configured(STORAGE_URI=uri, OUTPUT_PATH="/nonexistent/out"))
+    assert str(caught.value) == message
+
+
+def test_a_pvc_uri_reads_from_the_mounted_claim() -> None:
+    config = configured(STORAGE_URI="pvc://shared/sets/digits")
+    assert cfg.local_source(config) == "/mnt/source/sets/digits"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    "network",
+    [
+        pytest.param({"HF_HUB_OFFLINE": "1"}, id="offline mode"),
+        pytest.param({"HF_ENDPOINT": "http://127.0.0.1:{port}"}, id="the hub does not answer"),
+    ],
+)
+def test_without_network_the_hf_error_names_the_uri(
+    tmp_path: Path, network: dict[str, str]
+) -> None:
+    pytest.importorskip("huggingface_hub", reason="huggingface_hub is in the test extra")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update({k: v.format(port=free_port()) for k, v in network.items()})
+    env.update(
+        STORAGE_URI="hf://tatsu-lab/alpaca",
+        OUTPUT_PATH=str(tmp_path / "out"),
+        HF_HOME=str(tmp_path / "hf"),
+        HF_HUB_ETAG_TIMEOUT="2",
+        HF_HUB_DOWNLOAD_TIMEOUT="2",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "kubetrain.initializers", "dataset"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(
+        "error: dataset initializer: hf://tatsu-lab/alpaca: cannot download dataset "
+        "tatsu-lab/alpaca from the Hugging Face Hub: "
+    ), done.stderr
+
+
+def test_a_missing_library_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    monkeypatch.setitem(sys.modules, "boto3", None)
+    for uri, hint in (("hf://a/b", huggingface.INSTALL_HINT), ("s3://b/p", s3.INSTALL_HINT)):
+        with pytest.raises(InitializerError) as caught:
+            fetch.fetch(configured("model", STORAGE_URI=uri))
+        assert str(caught.value) == f"model initializer: {uri}: {hint}"
+
+
+class FakeS3:
+    """The part of a boto3 S3 client the initializer uses, over a dict of objects."""
+
+    def __init__(self, objects: dict[str, bytes], fail: Exception | None = None) -> None:
+        self.objects = objects
+        self.fail = fail
+        self.downloaded: list[str] = []
+
+    def get_paginator(self, operation: str) -> Any:
+        assert operation == "list_objects_v2"
+        client = self
+
+        class Paginator:
+            def paginate(self, Bucket: str, Prefix: str) -> Any:
+                if client.fail is not None:
+                    raise client.fail
+                keys = sorted(k for k in client.objects if k.startswith(Prefix))
+                yield {"Contents": [{"Key": k} for k in keys[:2]]}
+                yield {"Contents": [{"Key": k} for k in keys[2:]]}
+
+        return Paginator()
+
+    def download_file(self, bucket: str, key: str, target: str) -> None:
+        self.downloaded.append(key)
+        Path(target).write_bytes(self.objects[key])
+
+
+def fake_boto3(monkeypatch: pytest.MonkeyPatch, client: FakeS3) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    def make(service: str, **options: Any) -> FakeS3:
+        seen.update(service=service, **options)
+        return client
+
+    monkeypatch.setitem(sys.modules, "boto3", types.SimpleNamespace(client=make))
+    return seen
+
+
+def test_s3_downloads_every_object_under_the_prefix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    client = FakeS3(
+        {
+            "models/llm/config.json": b"{}",
+            "models/llm/": b"",
+            "models/llm/shards/model.safetensors": b"w",
+            "models/llm/model.bin": b"dup",
+            "models/other.json": b"no",
+        }
+    )
+    seen = fake_boto3(monkeypatch, client)
+    config = configured(
+        "model",
+        STORAGE_URI="s3://bucket/models/llm",
+        OUTPUT_PATH=str(tmp_path),
+        ENDPOINT="http://127.0.0.1:9000",
+        ACCESS_KEY_ID="key",
+        SECRET_ACCESS_KEY="secret",
+        REGION="eu-1",
+    )
+    assert s3.download(config) == 2
+    assert seen == {
+        "service": "s3",
+        "endpoint_url": "http://127.0.0.1:9000",
+        "aws_access_key_id": "key",
+        "aws_secret_access_key": "secret",
+        "region_name": "eu-1",
+    }
+    assert listing(tmp_path) == {"config.json": "{}", "shards/model.safetensors": "w"}
+    assert "models/llm/model.bin" not in client.downloaded, "upstream's model ignore patterns"
+
+
+@pytest.mark.parametrize(
+    ("objects", "fail", "message"),
+    [
+        pytest.param(
+            {},
+            None,
+            "dataset initializer: s3://bucket/data: no objects under s3://bucket/data at "
+            "http://127.0.0.1:9",
+            id="nothing there",
+        ),
+        pytest.param(
+            {},
+            ConnectionRefusedError("connection refused"),
+            "dataset initializer: s3://bucket/data: cannot download from S3 at "
+            "http://127.0.0.1:9: ConnectionRefusedError: connection refused",
+            id="no network: the endpoint does not answer",
+        ),
+        pytest.param(
+            {"data/../../escape": b"x"},
+            None,
+            "dataset initializer: s3://bucket/data: object key 'data/../../escape' would land "
+            "outside {out}",
+            id="a key that climbs out of the destination",
+        ),
+    ],
+)
+def test_s3_errors_name_the_uri_and_the_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    objects: dict[str, bytes],
+    fail: Exception | None,
+    message: str,
+) -> None:
+    fake_boto3(monkeypatch, FakeS3(objects, fail))
+    config = configured(
+        STORAGE_URI="s3://bucket/data", OUTPUT_PATH=str(tmp_path), ENDPOINT="http://127.0.0.1:9"
+    )
+    with pytest.raises(InitializerError) as caught:
+        s3.download(config)
+    assert str(caught.value) == message.format(out=tmp_path)
+
+
+def test_the_program_exits_1_with_the_error_and_2_for_a_wrong_command(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert program.main(["checkpoint"], {}) == 2
+    assert capsys.readouterr().err.strip() == program.USAGE
+    assert program.main(["dataset"], {"STORAGE_URI": "gs://b/p"}) == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: dataset initializer: gs://b/p: unsupported dataset storage URI scheme 'gs'; "
+        "accepted: hf://, s3://, file://, pvc://"
+    )
+    tree(tmp_path / "src", {"x.txt": "x"})
+    env = {"STORAGE_URI": f"file://{tmp_path}/src", "OUTPUT_PATH": str(tmp_path / "out")}
+    assert program.main(["dataset"], env) == 0
+    assert listing(tmp_path / "out") == {"x.txt": "x"}
