@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -180,6 +180,7 @@ class Changes:
         self._settings = settings
         self._queue: asyncio.Queue[BaseException | None] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        self._seen: dict[str, dict[str, Any]] = {}  # uid -> the latest version an event showed
 
     async def __aenter__(self) -> Changes:
         for resource, options in self._sources:
@@ -195,10 +196,23 @@ class Changes:
         stream = self._conn.client.watch(resource, settings=self._settings, **options)
         try:
             async with contextlib.aclosing(aiter(stream)) as events:
-                async for _ in events:
+                async for event in events:
+                    obj = event.object if isinstance(event.object, dict) else {}
+                    uid = (obj.get("metadata") or {}).get("uid")
+                    if isinstance(uid, str):
+                        self._seen[uid] = obj
                     self._queue.put_nowait(None)
         except kube.ApiError as exc:  # handed to the waiter, who decides
             self._queue.put_nowait(exc)
+
+    def gone(self, present: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Objects events showed since the last call that are not in ``present`` any more, in
+        the last state seen: a pod that failed and was replaced between two reads still tells
+        its exit code."""
+        uids = {(o.get("metadata") or {}).get("uid") for o in present}
+        gone = [obj for uid, obj in self._seen.items() if uid not in uids]
+        self._seen.clear()
+        return gone
 
     async def wait(self) -> None:
         """Until something changed (or the interval passed); then forget the backlog."""

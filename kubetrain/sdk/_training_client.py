@@ -299,7 +299,8 @@ class TrainingClient:
         async with Changes(self._conn, sources, interval=interval) as changes:
             while True:
                 job = await self._get(name, namespace, kind)
-                yield job, await self._pods(name, namespace)
+                pods = await self._pods(name, namespace)
+                yield job, [*pods, *changes.gone(pods)]
                 await changes.wait()
 
     def _raise_if_failed(
