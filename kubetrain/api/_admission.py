@@ -26,6 +26,10 @@ from kubetrain.errors import KubetrainError
 
 # Looks a runtime up by (kind, namespace, name); namespace is None for ClusterTrainingRuntime.
 RuntimeLookup = Callable[[str, str | None, str], "_trainer.Runtime | None"]
+# How deeply an object may nest objects and arrays, as the local API server and the command
+# line allow: far beyond real objects (kubetrain's deepest, its CRD schemas, nest about 35),
+# and well inside what parsing, validation and printing can recurse through.
+MAX_DEPTH = 100
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,11 @@ def review(
 ) -> Review:
     """Judge ``raw`` (a create, or an update from ``old``). Never raises for bad input."""
     subject = _parse.subject(raw)
+    too_deep = _too_deep(raw)
+    if too_deep is not None:
+        return Review(subject, None, (too_deep,))
+    if old is not None and _too_deep(old) is not None:
+        old = None  # as a malformed old object: judged as a create
     obj, errors = _parse.parse(raw)
     if obj is None:
         return Review(subject, None, tuple(errors))
@@ -69,9 +78,14 @@ def review(
         old_obj, _ = _parse.parse(old)  # a malformed old object just means: treat as create
         if old_obj is not None and type(old_obj) is not type(obj):
             return Review(subject, None, (_kind_changed(old_obj, obj),))
+    unknown = _parse.unknown_template_fields(raw)  # inside pod templates: kept as written
     if isinstance(obj, JobKind):
-        return _review_v1(subject, obj, old_obj)
-    return _review_trainer(subject, obj, old_obj, find_runtime)
+        verdict = _review_v1(subject, obj, old_obj)
+    else:
+        verdict = _review_trainer(subject, obj, old_obj, find_runtime)
+    if unknown:
+        return Review(subject, None, (*unknown, *verdict.errors), verdict.warnings)
+    return verdict
 
 
 def admit(raw: Any, old: Any = None, *, find_runtime: RuntimeLookup | None = None) -> Resource:
@@ -103,6 +117,26 @@ def _review_trainer(
     if errors:
         return Review(subject, None, tuple(errors), warnings)
     return Review(subject, defaulted, (), warnings)
+
+
+def _too_deep(raw: Any) -> FieldError | None:
+    """The first place ``raw`` nests deeper than :data:`MAX_DEPTH`, found without recursion
+    (what would judge it recurses, and would run out of stack)."""
+    pending: list[tuple[Any, int, str]] = [(raw, 0, "")]
+    while pending:
+        value, depth, path = pending.pop()
+        if isinstance(value, dict):
+            children = [(v, f"{path}.{k}" if path else str(k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        else:
+            continue
+        if depth >= MAX_DEPTH:
+            return fe.FieldError(
+                fe.ErrorType.INVALID, path or "<root>", f"nested more than {MAX_DEPTH} levels deep"
+            )
+        pending += [(child, depth + 1, where) for child, where in children]
+    return None
 
 
 def _kind_changed(old: Any, new: Any) -> FieldError:

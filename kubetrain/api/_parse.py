@@ -3,6 +3,11 @@
 Pydantic's errors are translated into Kubernetes-style :class:`FieldError` s with wire
 (camelCase) paths, e.g. ``spec.pytorchReplicaSpecs[Worker].replicas: Invalid value: "2":
 must be an integer``, and an unknown field names the fields that are accepted there.
+
+The Kubernetes objects a kind keeps as written (pod templates, env vars, resources, volumes)
+are not modelled; :func:`unknown_template_fields` finds the unknown field names inside them,
+where each kind holds them. It is apart from :func:`parse`, so a stored object written before
+a field was known can still be read (a runtime looked up by a TrainJob); admission calls both.
 """
 
 from __future__ import annotations
@@ -10,13 +15,13 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
 from pydantic import BaseModel, ValidationError
 
 from kubetrain.api import _fielderrors as fe
-from kubetrain.api import _trainer, _v1
+from kubetrain.api import _podtemplate, _trainer, _v1
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._model import Model
 
@@ -97,6 +102,73 @@ def parse(raw: Any) -> tuple[Resource | None, list[FieldError]]:
         return None, translate(exc, model)
 
 
+# Where the trainer kinds keep Kubernetes objects as written, and their type (as
+# ``_podfields`` names it): a path of wire names, ``[]`` for every item of a list, ``{}`` for
+# every value of a map (a v1 job keeps a pod template in each value of its replica specs).
+Where = tuple[tuple[str, ...], str]
+_TRAINJOB_OBJECTS: tuple[Where, ...] = (
+    (("spec", "trainer", "env"), _podtemplate.ENV),
+    (("spec", "trainer", "resourcesPerNode"), _podtemplate.RESOURCES),
+    (("spec", "initializer", "dataset", "env"), _podtemplate.ENV),
+    (("spec", "initializer", "model", "env"), _podtemplate.ENV),
+    # an override's spec is a part of a PodSpec; its own fields are modelled, what is inside
+    # them (volumes, tolerations, a container's env and mounts) is checked here
+    (("spec", "podTemplateOverrides", "[]", "spec"), _podtemplate.POD_SPEC),
+    (
+        (
+            *("spec", "runtimePatches", "[]", "trainingRuntimeSpec", "template", "spec"),
+            *("replicatedJobs", "[]", "template", "spec", "template", "spec"),
+        ),
+        _podtemplate.POD_SPEC,
+    ),
+)
+_RUNTIME_OBJECTS: tuple[Where, ...] = (
+    (("spec", "template", "spec", "replicatedJobs", "[]", "template"), _podtemplate.JOB_TEMPLATE),
+)
+
+
+def unknown_template_fields(raw: Any) -> list[FieldError]:
+    """Unknown field names inside the Kubernetes objects ``raw`` keeps as written (its pod
+    templates, and for TrainJobs the env, resources and override parts), each with its full
+    path and the nearest known name, as kube-apiserver's strict decoding finds them in a CRD
+    that carries the PodTemplateSpec schema. Nothing for an object no kind selects."""
+    model, _ = model_for(raw)
+    if model is None:
+        return []
+    if issubclass(model, _v1.JobKind):
+        places: tuple[Where, ...] = (
+            (("spec", model.REPLICA_FIELD, "{}", "template"), _podtemplate.POD_TEMPLATE),
+        )
+    elif model is _trainer.TrainJob:
+        places = _TRAINJOB_OBJECTS
+    else:
+        places = _RUNTIME_OBJECTS
+    errors: list[FieldError] = []
+    for steps, reference in places:
+        for value, path in _values_at(raw, steps, Path()):
+            errors += _podtemplate.unknown_fields(value, reference, path)
+    return errors
+
+
+def _values_at(value: Any, steps: tuple[str, ...], path: Path) -> Iterator[tuple[Any, Path]]:
+    """The values at ``steps`` below ``value`` (``[]``: each list item, ``{}``: each map
+    value), with their paths; parts of another shape lead nowhere."""
+    if not steps:
+        yield value, path
+        return
+    step, rest = steps[0], steps[1:]
+    if step == "[]":
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from _values_at(item, rest, path.index(i))
+    elif step == "{}":
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                yield from _values_at(item, rest, path.key(str(key)))
+    elif isinstance(value, Mapping) and step in value:
+        yield from _values_at(value[step], rest, path.child(step))
+
+
 def translate(exc: ValidationError, model: type[BaseModel]) -> list[FieldError]:
     errors: list[FieldError] = []
     seen: set[tuple[str, str]] = set()
@@ -159,14 +231,7 @@ def _to_field_error(path: str, err: Mapping[str, Any]) -> FieldError:
 
 
 def _unknown_field(path: str, err: Mapping[str, Any]) -> FieldError:
-    name = path.rpartition(".")[2]
-    accepted = err.get("_accepted") or []
-    close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.7)
-    if close:
-        detail = f'did you mean "{close[0]}"?'
-    else:
-        detail = "accepted: " + ", ".join(accepted) if accepted else "no fields are accepted here"
-    return FieldError(ErrorType.UNKNOWN_FIELD, path, detail)
+    return _podtemplate.unknown_field(path, err.get("_accepted") or [])
 
 
 def wire_path(model: type[BaseModel], loc: tuple[Any, ...]) -> tuple[str, bool]:

@@ -1,18 +1,28 @@
-"""Pod templates: free-form Kubernetes objects, checked only where kubetrain relies on them.
+"""Pod templates: Kubernetes objects kubetrain keeps as written, checked for unknown field
+names everywhere and for shape where kubetrain relies on them.
 
 kubetrain does not re-model the whole Pod API; the API server and the node own that. It does
 read containers (name, image, command, args, env, ports, resources) to build env contracts and
 count resources, so those parts must have the shape Kubernetes gives them, and a wrong shape is
 reported here with its field path instead of failing later in a controller.
+
+Every field name inside a template is checked against Kubernetes' own types
+(:mod:`_podfields`, generated from the Kubernetes client's models), so a misspelt
+``comand:`` is an error naming its path, as kube-apiserver's strict decoding reports it for
+CRDs that carry the PodTemplateSpec schema, instead of a field dropped without a word.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api import _fielderrors as fe
-from kubetrain.api._fielderrors import FieldError, Path
+from kubetrain.api import _podfields
+from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 
 _QUANTITY = re.compile(
     r"^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(\d+(\.\d*)?|\.\d+)))?$"
@@ -229,3 +239,77 @@ def _check_string_map(value: Any, path: Path) -> list[FieldError]:
         for k, v in value.items()
         if not isinstance(v, str)
     ]
+
+
+# --- unknown fields ----------------------------------------------------------------------------
+
+POD_TEMPLATE = "V1PodTemplateSpec"
+POD_SPEC = "V1PodSpec"
+JOB_TEMPLATE = "V1JobTemplateSpec"
+ENV = "[V1EnvVar]"
+RESOURCES = "V1ResourceRequirements"
+
+
+@functools.cache
+def fields_of(type_name: str) -> dict[str, str]:
+    """The wire fields of a Kubernetes type in :mod:`_podfields`, each with the reference of
+    its value (``""``: not looked into; ``T``, ``[T]``, ``{T}``); empty for an unknown type."""
+    entry = _podfields.TYPES.get(type_name, "")
+    out: dict[str, str] = {}
+    for word in entry.split():
+        name, _, reference = word.partition(":")
+        out[name] = reference
+    return out
+
+
+def unknown_field(path: str, accepted: Sequence[str]) -> FieldError:
+    """``<path>: Unknown field: did you mean "<nearest>"?``, or the accepted names when none is
+    near. The name is the last part of ``path``."""
+    name = path.rpartition(".")[2]
+    close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.7)
+    if not close:
+        by_lower = {a.lower(): a for a in accepted}
+        close = [by_lower[name.lower()]] if name.lower() in by_lower else []
+    if close:
+        detail = f'did you mean "{close[0]}"?'
+    else:
+        detail = "accepted: " + ", ".join(accepted) if accepted else "no fields are accepted here"
+    return FieldError(ErrorType.UNKNOWN_FIELD, path, detail)
+
+
+def unknown_fields(value: Any, reference: str, path: Path) -> list[FieldError]:
+    """Every field inside ``value`` that its Kubernetes type does not have, with its full path.
+
+    ``reference`` names the type as :mod:`_podfields` does (``V1PodSpec``, ``[V1EnvVar]``).
+    A value of another shape than its type (a list for an object) is left alone here: the
+    shape checks and the API server report it.
+    """
+    if not reference:
+        return []
+    if reference.startswith("["):
+        if not isinstance(value, list):
+            return []
+        inner = reference[1:-1]
+        return [
+            e for i, item in enumerate(value) for e in unknown_fields(item, inner, path.index(i))
+        ]
+    if reference.startswith("{"):
+        if not isinstance(value, Mapping):
+            return []
+        inner = reference[1:-1]
+        return [
+            e
+            for key, item in value.items()
+            for e in unknown_fields(item, inner, path.key(str(key)))
+        ]
+    if not isinstance(value, Mapping):
+        return []
+    fields = fields_of(reference)
+    errors: list[FieldError] = []
+    for key, item in value.items():
+        where = path.child(str(key))
+        if key not in fields:
+            errors.append(unknown_field(str(where), list(fields)))
+        else:
+            errors += unknown_fields(item, fields[key], where)
+    return errors

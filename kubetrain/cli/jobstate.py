@@ -5,11 +5,14 @@ Succeeded and Failed; several may be True at once (Created stays True), so the s
 True condition that matters most: Failed, Succeeded, Suspended, Restarting, Running, Created.
 A job whose operator has not written anything yet is Pending.
 
-A TrainJob only gets Complete, Failed and Suspended conditions (upstream never shipped Created
-or Running), so between creation and the end it is Created, or Running once its replicated
-jobs report active pods (or, when its pods are given, once one of them runs), as the Kubeflow
-SDK reports it. Its success keeps upstream's word, Complete; filters treat Succeeded and
-Complete as the same state.
+A TrainJob only gets Complete, Failed and Suspended conditions from upstream (which never
+shipped Created or Running), so between creation and the end it is Created, or Running once
+it has started: its replicated jobs report active or finished pods (or, when its pods are
+given, one of them runs or has ended), as the Kubeflow SDK reports it. kubetrain's own
+``Running`` condition says so too where its controller writes it, and its reason tells a
+restart (Restarting). A job that has started stays Running until its final condition, also
+in the moment between its last pod ending and the controller saying Complete. Its success
+keeps upstream's word, Complete; filters treat Succeeded and Complete as the same state.
 
 Owns: that rule, plus the times (start, end, duration), the replica counts and the progress a
 job reports. Pure: the current time is passed in.
@@ -110,11 +113,29 @@ def of(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None) 
             )
     if v1:
         return State(PENDING)
-    if pods is not None:
-        running = any(_phase(p) == RUNNING for p in pods)
+    return _trainjob_underway(job, pods)
+
+
+def _trainjob_underway(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None) -> State:
+    """A TrainJob with no final or Suspended condition: Created, Running or Restarting."""
+    running = next((c for c in conditions(job) if c.get("type") == RUNNING), None)
+    if running is not None and running.get("status") == "True":
+        return State(RUNNING, str(running.get("reason") or ""), str(running.get("message") or ""))
+    if running is not None and running.get("reason") == RESTARTING:
+        return State(
+            RESTARTING,
+            RESTARTING,
+            str(running.get("message") or ""),
+            running.get("lastTransitionTime"),
+        )
+    statuses = _jobs_status(job)
+    ended = any(_int(s.get("succeeded")) > 0 for s in statuses)
+    if pods is not None:  # a Job's active pods may still be Pending: the pods themselves tell
+        started = any(_phase(p) in (RUNNING, SUCCEEDED, FAILED) for p in pods)
+        started = started or any(_int(s.get("ready")) > 0 for s in statuses)
     else:
-        running = any(_int(s.get("active")) > 0 for s in _jobs_status(job))
-    return State(RUNNING if running else CREATED)
+        started = any(_int(s.get("active")) > 0 for s in statuses)
+    return State(RUNNING if started or ended else CREATED)
 
 
 # --- times --------------------------------------------------------------------------------

@@ -163,23 +163,50 @@ def termination(pod: Mapping[str, Any] | None, container: str | None = None) -> 
     return (failing or ended or [None])[0]
 
 
-def waiting_reason(pod: Mapping[str, Any] | None) -> str | None:
-    """Why a container waits (CrashLoopBackOff, ErrImagePull, ...), or why the pod is not
-    scheduled (Unschedulable), when either says."""
-    for status in _container_statuses(pod):
-        waiting = (
-            (status.get("state") or {}).get("waiting") if isinstance(status, Mapping) else None
-        )
-        if isinstance(waiting, Mapping) and waiting.get("reason"):
-            return str(waiting["reason"])
+@dataclass(frozen=True)
+class Reason:
+    """Why a replica does not run: a reason word (``Unschedulable``, ``CreateContainerError``,
+    an event's reason) and the message that explains it, when there is one."""
+
+    reason: str
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason}: {self.message}" if self.message else self.reason
+
+
+def why_waiting(pod: Mapping[str, Any] | None) -> Reason | None:
+    """Why the pod is not scheduled (``Unschedulable``, with the scheduler's message), else
+    why a container waits (``CrashLoopBackOff``, ``CreateContainerError``, ...; with the
+    kubelet's message), when either says."""
     for condition in _status(pod).get("conditions") or []:
         if (
             isinstance(condition, Mapping)
             and condition.get("type") == "PodScheduled"
             and condition.get("status") == "False"
         ):
-            return str(condition.get("reason") or "Unschedulable")
+            return Reason(
+                str(condition.get("reason") or "Unschedulable"),
+                one_line(condition.get("message")),
+            )
+    for status in _container_statuses(pod):
+        waiting = (
+            (status.get("state") or {}).get("waiting") if isinstance(status, Mapping) else None
+        )
+        if isinstance(waiting, Mapping) and waiting.get("reason"):
+            return Reason(str(waiting["reason"]), one_line(waiting.get("message")))
     return None
+
+
+def one_line(message: Any) -> str:
+    """A message on one line, as the live view's rows need it."""
+    return " ".join(str(message or "").split())
+
+
+def waiting_reason(pod: Mapping[str, Any] | None) -> str | None:
+    """The reason word of :func:`why_waiting`."""
+    why = why_waiting(pod)
+    return why.reason if why is not None else None
 
 
 def container_names(pod: Mapping[str, Any]) -> list[str]:

@@ -1,9 +1,10 @@
 """``kubetrain run -f JOB.yaml``: submit a job, watch it live, and exit with its outcome.
 
 While the job runs, its replicas' logs stream merged (``[worker-1] ...``) and a live view
-shows each replica's phase, restarts, node and elapsed time: on a terminal a block redrawn in
-place under the logs, otherwise one ``[kubetrain]`` line on stderr per change. The command
-ends when the job does:
+shows each replica's phase, restarts, node and elapsed time, and why a replica does not run
+(the scheduler's message, a container's waiting reason, the pod's or the job's latest Warning
+event): on a terminal a block redrawn in place under the logs, otherwise one ``[kubetrain]``
+line on stderr per change. The command ends when the job does:
 
 - exit 0 when it succeeded;
 - exit 1 when it failed, after a summary: the reason, the failing replica and its exit code,
@@ -11,7 +12,9 @@ ends when the job does:
 - on Ctrl-C, a terminal is asked whether to delete the job or leave it running; without a
   terminal it is left running and the command to delete it is printed; exit 130.
 
-Other objects in the file (a runtime, a ConfigMap) are applied first, as ``apply`` would.
+``-f`` may be given several times: the files are read as one, in order, and must hold exactly
+one job between them; the other objects (a runtime, a ConfigMap) are applied first, as
+``apply`` would.
 
 Owns: the command line, the terminal handling and the sequence above. The texts are
 :mod:`kubetrain.cli.liveview`, the logs :mod:`kubetrain.cli.logstream`.
@@ -64,7 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "to delete the job (without a terminal it is left running).",
     )
     parser.add_argument(
-        "-f", "--filename", required=True, metavar="FILE", help="the job manifest, or - for stdin"
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="the job manifest, or - for stdin; several -f are read as one (exactly one job "
+        "among them; the other objects, such as its runtime, are applied first)",
     )
     target.add_arguments(parser)
     parser.set_defaults(func=run)
@@ -88,10 +97,12 @@ class Screen:
         self.tty = tty
         self.job: Mapping[str, Any] | None = None
         self.pods: list[Mapping[str, Any]] = []
+        self.warnings: list[Mapping[str, Any]] = []
         self._drawn = 0
         self._redraw: asyncio.TimerHandle | None = None
         self._seen: dict[str, liveview.ReplicaLine] = {}
         self._phase: str | None = None
+        self._job_warning = ""
 
     # -- logstream.Sink
     def line(self, replica: str, text: str) -> None:
@@ -110,8 +121,16 @@ class Screen:
             print(f"[kubetrain] {text}", file=self.err, flush=True)
 
     # -- the view
-    def show(self, job: Mapping[str, Any], pods: list[Mapping[str, Any]]) -> None:
+    def show(
+        self,
+        job: Mapping[str, Any],
+        pods: list[Mapping[str, Any]],
+        warnings: list[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """The job, its pods and (when given) the Warning events about them, now."""
         self.job, self.pods = job, pods
+        if warnings is not None:
+            self.warnings = warnings
         if self.tty:
             self._erase()
             self._draw()
@@ -121,7 +140,11 @@ class Screen:
         if phase != self._phase:
             lines.append(f"{jobs.ref_of(job)} {phase}")
             self._phase = phase
-        current = liveview.snapshot(job, pods)
+        warning = liveview.job_warning(job, self.warnings)
+        if warning is not None and str(warning) != self._job_warning:
+            lines.append(f"{jobs.ref_of(job)}: Warning {warning}")
+            self._job_warning = str(warning)
+        current = liveview.snapshot(job, pods, self.warnings)
         lines += liveview.changes(self._seen, current)
         self._seen = current
         for text in lines:
@@ -155,7 +178,7 @@ class Screen:
         self._redraw = None
         if self.tty and self.job is not None and not self._drawn:
             width = max(20, shutil.get_terminal_size((100, 24)).columns - 1)
-            block = liveview.frame(self.job, self.pods, _now(), width)
+            block = liveview.frame(self.job, self.pods, _now(), width, self.warnings)
             self.out.write("".join(f"{line}\n" for line in block))
             self._drawn = len(block)
         self.out.flush()
@@ -166,12 +189,14 @@ def _now() -> datetime:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    objects = await apply.read([args.filename])
+    objects = await apply.read(args.filename)
     found = [obj for obj in objects if jobkinds.is_job(obj)]
     if len(found) != 1:
         kinds = ", ".join(k.kind for k in jobkinds.KINDS)
+        files = ", ".join(args.filename)
+        holds = "holds" if len(args.filename) == 1 else "hold"
         raise errors.UserError(
-            f"{args.filename} holds {len(found)} jobs; `kubetrain run` takes exactly one "
+            f"{files} {holds} {len(found)} jobs; `kubetrain run` takes exactly one "
             f"({kinds}); `kubetrain apply` takes several"
         )
     manifest = found[0]
@@ -235,10 +260,11 @@ async def _watch(client: kube.Client, job: dict[str, Any], screen: Screen) -> Ou
 
 
 async def _view(client: kube.Client, job: dict[str, Any], screen: Screen) -> None:
-    """Keep the screen's picture of the job and its pods current."""
+    """Keep the screen's picture of the job, its pods and their Warning events current."""
     kind = jobkinds.of(job)
     pods: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] = job
+    warnings: dict[str, dict[str, Any]] = {}  # by event name, in the order last seen
 
     async def follow_job() -> None:
         nonlocal current
@@ -246,6 +272,27 @@ async def _view(client: kube.Client, job: dict[str, Any], screen: Screen) -> Non
             if seen is not None:
                 current = seen
                 screen.show(current, list(pods.values()))
+
+    async def follow_warnings() -> None:
+        stream = client.watch(
+            jobs.EVENTS, namespace=jobs.namespace_of(job), field_selector="type=Warning"
+        )
+        try:
+            async with contextlib.aclosing(aiter(stream)) as events:
+                async for event in events:
+                    if event.type == watch.SYNC:
+                        warnings.clear()
+                        items = event.object.get("items") or []
+                    else:
+                        items = [event.object]
+                    for item in items:
+                        name = str((item.get("metadata") or {}).get("name") or "")
+                        warnings.pop(name, None)
+                        if event.type != watch.DELETED and _about(item, job):
+                            warnings[name] = item
+                    screen.show(current, list(pods.values()), list(warnings.values()))
+        except kube.ApiError as exc:  # events are a help, not a need: the view goes on without
+            screen.note(f"cannot watch events ({exc}); `kubetrain events` shows them")
 
     async def follow_pods() -> None:
         stream = client.watch(
@@ -274,8 +321,19 @@ async def _view(client: kube.Client, job: dict[str, Any], screen: Screen) -> Non
     async with _aio.TaskGroup() as group:
         group.create_task(follow_job(), name="run: job watch")
         group.create_task(follow_pods(), name="run: pod watch")
+        group.create_task(follow_warnings(), name="run: event watch")
         if screen.tty:
             group.create_task(ticks(), name="run: clock")
+
+
+def _about(event: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+    """Whether an event is about the job or one of its pods (named ``<job>-...``), so the
+    view keeps only those of a namespace's events."""
+    involved = event.get("involvedObject") or {}
+    name = str(involved.get("name") or "")
+    if involved.get("kind") == job.get("kind"):
+        return name == jobs.name_of(job)
+    return involved.get("kind") == "Pod" and name.startswith(f"{jobs.name_of(job)}-")
 
 
 def _uid(obj: Mapping[str, Any]) -> str:

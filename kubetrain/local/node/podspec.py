@@ -15,10 +15,11 @@ them in), choose GPUs (the agent assigns them), or know how the runtime runs any
 
 Rules of our own, since every pod shares the node's network and filesystem:
 
-- Images are not pulled, so a container must say its ``command``; without one the pod fails
-  (:class:`NoCommand`) with a message that says so — unless the node knows what the image's
-  entrypoint does and has a program that does it (``Host.entrypoints``, by image name: the
-  MPI launcher's ``kubectl-delivery``).
+- Images are not pulled, so a container must say its ``command``; without one it cannot be
+  created (:class:`NoCommand`, the kubelet's ``CreateContainerError``) and waits with a
+  message that says so — unless the node knows what the image's entrypoint does and has a
+  program that does it (``Host.entrypoints``, by image name: the MPI launcher's
+  ``kubectl-delivery``).
 - The API server a pod's in-cluster configuration reaches is the node's own (``Host.api``):
   ``KUBERNETES_SERVICE_HOST``/``PORT`` name its real address, not the ``kubernetes``
   Service's cluster IP, which nothing routes on one machine.
@@ -48,7 +49,7 @@ GPU: Final = "nvidia.com/gpu"
 DEFAULT_MODE: Final = 0o644  # the API server's defaultMode (420)
 CREATE_CONFIG_ERROR: Final = "CreateContainerConfigError"
 FAILED_MOUNT: Final = "FailedMount"
-NO_COMMAND: Final = "NoCommand"
+CREATE_CONTAINER_ERROR: Final = "CreateContainerError"
 MAX_HOSTNAME: Final = 63
 DEFAULT_TOKEN_SECONDS: Final = 3600  # the API's default for a serviceAccountToken projection
 API_ACCESS_PREFIX: Final = "kube-api-access-"  # the ServiceAccount admission's volume
@@ -71,10 +72,12 @@ class SpecError(KubetrainError):
 
 
 class NoCommand(SpecError):
-    """A container without ``command``: nothing to run, since no image is pulled. Final."""
+    """A container without ``command``: nothing to run, since no image is pulled. The
+    container cannot be created (``CreateContainerError``); the pod waits, as a kubelet's
+    does for a container its runtime refuses to create."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(NO_COMMAND, message)
+        super().__init__(CREATE_CONTAINER_ERROR, message)
 
 
 # -- $(VAR) expansion -----------------------------------------------------------------------

@@ -33,6 +33,7 @@ CONTAINER_CREATING: Final = "ContainerCreating"
 POD_INITIALIZING: Final = "PodInitializing"
 CRASH_LOOP_BACK_OFF: Final = "CrashLoopBackOff"
 CREATE_CONTAINER_CONFIG_ERROR: Final = "CreateContainerConfigError"
+CREATE_CONTAINER_ERROR: Final = "CreateContainerError"
 # pod-level failure
 DEADLINE_EXCEEDED: Final = "DeadlineExceeded"
 DEADLINE_MESSAGE: Final = "Pod was active on the node longer than the specified deadline"
@@ -76,9 +77,10 @@ class Observed:
     ``containers`` maps a container name to its attempts, oldest first (the runtime's states;
     attempt n is restart number n). ``waiting`` overrides the waiting reason of a container
     that is not running: set for one that will be started again (``CrashLoopBackOff``) or
-    cannot be (``CreateContainerConfigError``); a container with an exited last attempt and no
-    entry here is shown terminated. ``failure`` fails the whole pod (``DeadlineExceeded``);
-    ``terminal`` says nothing will run again (deadline, deletion, a start that cannot work),
+    cannot be created yet (``CreateContainerConfigError``, ``CreateContainerError``: retried,
+    the pod stays Pending); a container with an exited last attempt and no entry here is shown
+    terminated. ``failure`` fails the whole pod (``DeadlineExceeded``);
+    ``terminal`` says nothing will run again (deadline, deletion, ``restartPolicy`` Never),
     so a pod whose containers all stopped gets a final phase whatever its restart policy.
     """
 

@@ -5,8 +5,11 @@ on disk) and acts towards what should be, the kubelet's way: prepare the sandbox
 containers one after another (each to success), then the app containers; restart exited ones
 as ``restartPolicy`` says, with the kubelet's crash back-off (none for the first restart, then
 ``backoff_initial`` doubling to ``backoff_max``, counted afresh after a run of
-``backoff_reset``); enforce ``activeDeadlineSeconds``; write the status when it changed, then
-the events. A deleted pod's containers are stopped within its grace period, the Pod is deleted
+``backoff_reset``); keep a container that cannot be created from its spec (no ``command``:
+images are not pulled here) waiting as ``CreateContainerError``, tried again with the same
+doubling back-off, the pod Pending, as the kubelet does, so no controller sees a failed pod
+to replace; enforce ``activeDeadlineSeconds``; write the status when it changed, then the
+events. A deleted pod's containers are stopped within its grace period, the Pod is deleted
 for good (grace 0, uid precondition, as the kubelet finishes a graceful delete), and its
 directory removed. A pod that vanished from the API has its processes stopped and removed.
 
@@ -88,6 +91,23 @@ def backoff_delay(
     return min(maximum, initial * 2 ** (crashes - 2))
 
 
+def create_backoff(failures: int, initial: float, maximum: float) -> float:
+    """Seconds before creating a container again after ``failures`` (>= 1) failed tries in a
+    row: ``initial``, doubling up to ``maximum``. A spec that cannot work is not retried in a
+    tight loop, and one that may (the node learns an image's entrypoint) is, eventually."""
+    return min(maximum, initial * 2 ** max(0, failures - 1))
+
+
+@dataclasses.dataclass(frozen=True)
+class CreateFailure:
+    """A container that could not be created: what it waits with, when it is tried again
+    (monotonic seconds), and how many tries in a row failed."""
+
+    waiting: status.Waiting
+    retry_at: float
+    failures: int
+
+
 def _utc(when: datetime | None) -> datetime | None:
     if when is None:
         return None
@@ -126,9 +146,10 @@ class Worker:
         self._sources_at = 0.0
         self._failed: ContainerStates = {}  # starts that failed before the runtime kept a state
         self._config_errors: dict[str, tuple[status.Waiting, float]] = {}
+        self._create_errors: dict[str, CreateFailure] = {}
         self._waiting: dict[str, status.Waiting] = {}
         self._failure: status.Waiting | None = None
-        self._final = False  # nothing runs again: deadline, a start that cannot work, Never
+        self._final = False  # nothing runs again: deadline, deletion, Never
         self._waiters: dict[runtime.ContainerId, asyncio.Task[None]] = {}
         self._written: dict[str, Any] | None = None  # the status fields last written
         self._events: list[Event] = []
@@ -378,6 +399,11 @@ class Worker:
             self._waiting[name] = waiting[0]
             self._at(waiting[1])
             return
+        failed = self._create_errors.get(name)
+        if failed is not None and time.monotonic() < failed.retry_at:
+            self._waiting[name] = failed.waiting
+            self._at(failed.retry_at)
+            return
         try:
             sources = await self._fetch(pod)
             gpus = self.agent.devices.assign(self.uid, pod, name)
@@ -385,9 +411,7 @@ class Worker:
                 pod, container, sources, self.agent.host, init=init, gpus=gpus
             )
         except podspec.NoCommand as exc:
-            self._cannot_run(name, attempt, exc.message, field_path)
-            self._failure = status.Waiting(CANNOT_RUN, exc.message)
-            self._final = True
+            self._cannot_create(name, exc.message, field_path)
             return
         except podspec.SpecError as exc:
             retry = time.monotonic() + self.agent.settings.retry_max
@@ -400,6 +424,7 @@ class Worker:
             )
             return
         self._config_errors.pop(name, None)
+        self._create_errors.pop(name, None)
         if environ.skipped:
             self._once(
                 (name, "InvalidEnvironmentVariableNames", ",".join(environ.skipped)),
@@ -422,6 +447,23 @@ class Worker:
             return
         self._events.append(Event(NORMAL, "Created", f"Created container: {name}", field_path))
         self._events.append(Event(NORMAL, "Started", f"Started container {name}", field_path))
+
+    def _cannot_create(self, name: str, message: str, field_path: str) -> None:
+        """The kubelet's ``CreateContainerError``: the container waits with the reason (the
+        pod stays Pending, nothing terminated for a controller to replace) and is tried again
+        after :func:`create_backoff`; each failed try is a Warning ``Failed`` event (a repeat
+        bumps the event's count)."""
+        settings = self.agent.settings
+        before = self._create_errors.get(name)
+        failures = before.failures + 1 if before is not None else 1
+        retry = time.monotonic() + create_backoff(
+            failures, settings.backoff_initial, settings.backoff_max
+        )
+        waiting = status.Waiting(status.CREATE_CONTAINER_ERROR, message)
+        self._create_errors[name] = CreateFailure(waiting, retry, failures)
+        self._waiting[name] = waiting
+        self._at(retry)
+        self._events.append(Event(WARNING, "Failed", f"Error: {message}", field_path))
 
     def _cannot_run(
         self, name: str, attempt: int, message: str, field_path: str, *, reason: str = ""

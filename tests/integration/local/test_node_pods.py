@@ -1,6 +1,6 @@
 """The node agent runs pods as processes and reports them as a kubelet does: registration and
 lease, exit codes and reasons, restart policies with back-off, OOM kills, init containers in
-order, deadlines, and the pod that cannot run because it names no command."""
+order, deadlines, and the container that cannot be created because it names no command."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import itertools
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from kubernetes import client
 
@@ -221,7 +222,7 @@ def test_a_pod_past_its_active_deadline_is_killed(
     assert "terminated" in container_status(pod, "main")["state"]
 
 
-def test_a_container_without_a_command_fails_the_pod_with_an_event(
+def test_a_container_without_a_command_waits_as_create_container_error_and_is_retried(
     core: client.CoreV1Api, api_client: client.ApiClient, node: Node, namespace: str
 ) -> None:
     make_pod(
@@ -230,15 +231,33 @@ def test_a_container_without_a_command_fails_the_pod_with_an_event(
         "imageonly",
         node,
         {"name": "main", "image": "pytorch/pytorch:latest", "args": ["train.py"]},
-        restart="Always",
+        restart="OnFailure",
     )
-    pod = wait_pod(api_client, namespace, "imageonly", phase_is("Failed"))
-    assert "images are not pulled locally" in pod["status"]["message"]
-    failed = [e for e in events_of(core, namespace, "imageonly") if e.reason == "Failed"]
-    assert failed
+
+    def cannot_create(pod: dict[str, Any]) -> bool:
+        statuses = (pod.get("status") or {}).get("containerStatuses") or []
+        return any(
+            (s["state"].get("waiting") or {}).get("reason") == "CreateContainerError"
+            for s in statuses
+        )
+
+    pod = wait_pod(api_client, namespace, "imageonly", cannot_create)
+    assert pod["status"]["phase"] == "Pending"
+    waiting = container_status(pod, "main")["state"]["waiting"]
+    assert "spec.containers[0].command: required" in waiting["message"]
+    assert "images are not pulled locally" in waiting["message"]
+    assert "reason" not in pod["status"]
+
+    def retried() -> list[Any]:
+        failed = [e for e in events_of(core, namespace, "imageonly") if e.reason == "Failed"]
+        return failed if failed and failed[0].count >= 2 else []
+
+    failed = wait_for(retried, timeout=20)
     assert failed[0].type == "Warning"
-    assert "spec.containers[0].command: required" in failed[0].message
     assert "images are not pulled locally" in failed[0].message
+    pod = wait_pod(api_client, namespace, "imageonly", lambda p: True)
+    assert pod["status"]["phase"] == "Pending"
+    assert container_status(pod, "main")["restartCount"] == 0
 
 
 def test_a_command_not_on_this_host_fails_with_the_reason(

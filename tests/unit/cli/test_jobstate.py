@@ -106,7 +106,55 @@ TRAINJOB = [
     pytest.param(
         trainjob(), [{"status": {"phase": "Pending"}}], "Created", id="pending pods do not"
     ),
+    pytest.param(
+        trainjob(jobsStatus=[{"name": "node", "active": 3}]),
+        [{"status": {"phase": "Pending"}}] * 3,
+        "Created",
+        id="with its pods given, active pods that are all Pending do not",
+    ),
+    pytest.param(
+        trainjob(jobsStatus=[{"name": "node", "active": 0, "succeeded": 3}]),
+        [{"status": {"phase": "Succeeded"}}] * 3,
+        "Running",
+        id="pods that ended before the Complete condition keep it Running",
+    ),
+    pytest.param(
+        trainjob(cond("Running", "False", reason="Pending")),
+        [{"status": {"phase": "Succeeded"}}, {"status": {"phase": "Running"}}],
+        "Running",
+        id="a Running condition that went back to Pending while pods end does not make it Created",
+    ),
+    pytest.param(
+        trainjob(jobsStatus=[{"name": "node", "succeeded": 3}]),
+        None,
+        "Running",
+        id="succeeded replicated jobs without pods keep it Running",
+    ),
+    pytest.param(
+        trainjob(jobsStatus=[{"name": "node", "succeeded": 3}]),
+        [],
+        "Running",
+        id="and so they do once its pods are gone",
+    ),
+    pytest.param(
+        trainjob(cond("Running", reason="TrainingStarted")),
+        [],
+        "Running",
+        id="kubetrain's Running condition says Running",
+    ),
+    pytest.param(
+        trainjob(cond("Running", "False", reason="Restarting")),
+        [{"status": {"phase": "Pending"}}],
+        "Restarting",
+        id="and its reason tells a restart",
+    ),
     pytest.param(trainjob(cond("Complete")), None, "Complete", id="Complete keeps its word"),
+    pytest.param(
+        trainjob(cond("Running", "False", reason="Completed"), cond("Complete")),
+        [{"status": {"phase": "Succeeded"}}],
+        "Complete",
+        id="Complete wins over everything",
+    ),
     pytest.param(trainjob(cond("Suspended")), None, "Suspended", id="Suspended"),
     pytest.param(trainjob(cond("Suspended", "False"), cond("Failed")), None, "Failed", id="Failed"),
 ]

@@ -74,6 +74,32 @@ def test_phase_node_and_waiting_reason() -> None:
     assert replicas.phase(None) == "-"
 
 
+def test_why_waiting_gives_the_reason_with_its_message() -> None:
+    unscheduled = pod("worker", 0, phase="Pending", node=None)
+    unscheduled["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "0/1 nodes are available: 1 Insufficient cpu.",
+            }
+        ],
+    }
+    assert replicas.why_waiting(unscheduled) == replicas.Reason(
+        "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu."
+    )
+    created = pod("worker", 0, phase="Pending")
+    created["status"]["containerStatuses"][0]["state"] = {
+        "waiting": {"reason": "CreateContainerError", "message": "no command"}
+    }
+    why = replicas.why_waiting(created)
+    assert str(why) == "CreateContainerError: no command"
+    assert replicas.waiting_reason(created) == "CreateContainerError"
+    assert replicas.why_waiting(pod("worker", 0)) is None
+
+
 def test_the_log_container_is_the_annotated_then_the_frameworks_then_the_first() -> None:
     p = pod("worker", 0)
     p["spec"]["containers"].insert(0, {"name": "sidecar"})

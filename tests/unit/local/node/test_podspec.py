@@ -310,6 +310,7 @@ def test_a_container_without_a_command_cannot_run_here() -> None:
     with pytest.raises(podspec.NoCommand) as caught:
         podspec.container_spec(pod, pod["spec"]["containers"][1], podspec.Sources(), HOST)
     message = caught.value.message
+    assert caught.value.reason == "CreateContainerError"
     assert message.startswith("Pod team/train-worker-0: spec.containers[1].command: required")
     assert "images are not pulled locally" in message
 

@@ -64,6 +64,9 @@ def conditions(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 # -- phase ----------------------------------------------------------------------------------------
 
 WAITING_RESTART = status.Waiting("CrashLoopBackOff", "back-off 10s restarting failed container")
+CANNOT_CREATE = status.Waiting(
+    status.CREATE_CONTAINER_ERROR, "spec.containers[0].command: required on this node"
+)
 PHASES = {
     "nothing started yet is Pending": ("Always", (), {}, {}, "Pending"),
     "a running container is Running": ("Never", (), {"main": [running()]}, {}, "Running"),
@@ -103,6 +106,27 @@ PHASES = {
         ("init",),
         {"init": [exited("init", code=2)]},
         {"init": WAITING_RESTART},
+        "Pending",
+    ),
+    "a container that cannot be created keeps the pod Pending under OnFailure": (
+        "OnFailure",
+        (),
+        {},
+        {"main": CANNOT_CREATE},
+        "Pending",
+    ),
+    "and under Never too: it never ran, so it never failed": (
+        "Never",
+        (),
+        {},
+        {"main": CANNOT_CREATE},
+        "Pending",
+    ),
+    "an init container that cannot be created keeps the pod Pending": (
+        "Never",
+        ("init",),
+        {},
+        {"init": CANNOT_CREATE},
         "Pending",
     ),
 }
@@ -200,6 +224,23 @@ def test_a_container_in_back_off_is_waiting_with_the_last_run_as_last_state() ->
     }
     assert entry["lastState"]["terminated"]["exitCode"] == 1
     assert entry["restartCount"] == 1
+
+
+def test_a_container_that_cannot_be_created_waits_with_the_reason() -> None:
+    observed = status.Observed(
+        address="127.0.0.1", waiting={"main": CANNOT_CREATE}, sandbox_ready=True
+    )
+    result = compute(make_pod("OnFailure"), observed)
+    (entry,) = result["containerStatuses"]
+    assert entry["state"] == {
+        "waiting": {
+            "reason": "CreateContainerError",
+            "message": "spec.containers[0].command: required on this node",
+        }
+    }
+    assert (entry["lastState"], entry["restartCount"]) == ({}, 0)
+    assert "reason" not in result
+    assert conditions(result)["ContainersReady"]["reason"] == "ContainersNotReady"
 
 
 def test_waiting_reasons_before_the_first_start() -> None:

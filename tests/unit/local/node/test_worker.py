@@ -1,5 +1,6 @@
 """The worker's pure rules: the kubelet's crash back-off rebuilt from a container's attempts,
-and Go's duration format in the CrashLoopBackOff message."""
+the back-off between tries to create a container its spec cannot make, and Go's duration
+format in the CrashLoopBackOff message."""
 
 from __future__ import annotations
 
@@ -59,3 +60,16 @@ DURATIONS = {
 @pytest.mark.parametrize(("seconds", "text"), DURATIONS.values(), ids=DURATIONS.keys())
 def test_go_duration(seconds: float, text: str) -> None:
     assert worker.go_duration(seconds) == text
+
+
+CREATE_BACKOFF = {
+    "the first failure waits the initial back-off": (1, 10.0),
+    "the second doubles it": (2, 20.0),
+    "the fifth is 16 times it": (5, 160.0),
+    "never more than the maximum": (9, 300.0),
+}
+
+
+@pytest.mark.parametrize(("failures", "delay"), CREATE_BACKOFF.values(), ids=CREATE_BACKOFF.keys())
+def test_create_back_off(failures: int, delay: float) -> None:
+    assert worker.create_backoff(failures, 10.0, 300.0) == delay
