@@ -1,18 +1,38 @@
 """The event recorder: core/v1 Events on the objects a controller acts on, as client-go's
-record.EventRecorder writes them (what ``kubectl describe`` shows).
+record.EventRecorder and its Broadcaster write them (what ``kubectl describe`` shows).
 
 An event is named ``<object>.<hex timestamp>`` in the object's namespace (``default`` for a
 cluster-scoped one), with ``involvedObject`` taken from the object, ``source.component`` and
 ``reportingComponent`` the controller's name, and ``count`` 1. The same event again (same
 object, type, reason and message) within ten minutes is not a new object: the existing one
 gets ``count + 1`` and a new ``lastTimestamp`` (client-go's EventCorrelator); if it was
-deleted meanwhile, a new one is created. Messages are cut to 1024 characters.
+deleted meanwhile, a new one is created. Messages are cut to 1024 characters. Timestamps are
+taken when the event is recorded, not when it is written.
 
-Recording an event is a side effect that must never fail a reconcile: :meth:`Recorder.event`
-logs a warning instead of raising.
+Recording an event must neither fail nor slow a reconcile, so it is a queue entry: a
+:class:`Recorder` (one per controller) hands events to the :class:`Broadcaster` of its
+manager, whose writer task writes them in the background, as client-go's broadcaster does:
 
-Owns: building events, the cache of recent ones for aggregation. Must not: raise, retry, or
-decide which events a controller emits (reasons and messages are the reconcilers' constants).
+- the queue is bounded (:data:`QUEUE_SIZE`); when it is full an event is dropped,
+  counted in ``kubetrain_events_dropped_total{reason="full"}``, and a warning is logged at most
+  every :data:`DROP_WARNING_INTERVAL` seconds. Recording never waits for room.
+- :data:`WRITERS` writer(s); every event of one object goes to the same writer, so the events
+  of an object are written in the order they were recorded, and the count of a repeated
+  event is bumped by one writer only. The aggregation (create, or patch the count) is decided
+  by that writer when the event's turn comes.
+- a write that fails for a reason that passes (no answer, 429, 5xx) is tried again after a
+  growing pause, up to :attr:`Retry.tries` times (reason ``failed`` when all fail); one the
+  server refuses (any other 4xx) is dropped with a warning (reason ``rejected``).
+- when the writer is stopped, what is queued is still written, for at most
+  :data:`DRAIN_TIMEOUT` seconds; the rest is dropped (reason ``stopped``).
+
+Without a running writer (a recorder used on its own, a test, a reconciler driven by hand),
+:meth:`Recorder.event` writes before it returns: the caller drains the queue itself.
+:meth:`Recorder.flush` waits until everything queued so far is written either way.
+
+Owns: building events, the queue, the writers, the cache of recent events for aggregation,
+the retries of one write. Must not: block or fail a reconcile, or decide which events a
+controller emits (reasons and messages are the reconcilers' constants).
 Not done: client-go's spam filter (25 events per object, then one per 5 minutes) and its
 "combined from similar events" aggregation of events that differ only in message.
 """
@@ -24,13 +44,14 @@ import collections
 import datetime
 import itertools
 import logging
+import math
 import time
-import weakref
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from kubetrain import kube
+from kubetrain import _aio, kube
+from kubetrain.operator.runtime import metrics as metrics_
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +59,46 @@ EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 MAX_MESSAGE: Final = 1024  # characters
 WINDOW: Final = 600.0  # seconds within which the same event is counted, not repeated
 CACHE_SIZE: Final = 4096  # recent events remembered (client-go's maxLruCacheEntries)
+# Events waiting to be written. client-go keeps 1000 (and as many again in its sink's
+# channel); a burst of 500 PyTorchJobs records 4500 events faster than one writer can write
+# them next to the pods being created, so the queue holds ten times that (under 1 KB each).
+QUEUE_SIZE: Final = 10_000
+# Events written at a time. One, as client-go: more writers compete with the reconciles'
+# own writes at the API server and slow them (bench/README.md); one object's events always
+# go to the same writer, so its events keep their order with any number.
+WRITERS: Final = 1
+DRAIN_TIMEOUT: Final = 2.0  # seconds a stopping writer keeps writing what is queued
+DROP_WARNING_INTERVAL: Final = 10.0  # seconds between warnings about a full queue
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
+
+# kubetrain_events_dropped_total's reasons
+FULL: Final = "full"
+REJECTED: Final = "rejected"
+FAILED: Final = "failed"
+STOPPED: Final = "stopped"
 
 EventType = Literal["Normal", "Warning"]
 
 _Identity = tuple[str, ...]
+_TRANSIENT: Final = (kube.Unavailable, kube.TooManyRequests, kube.ServerError)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How a write that failed for a passing reason is tried again: ``tries`` in all, the
+    pause doubling from ``initial`` up to ``cap`` seconds (longer where a 429 asks for it,
+    within the cap)."""
+
+    tries: int = 6
+    initial: float = 0.2
+    cap: float = 5.0
+
+    def pause(self, failures: int, error: kube.ApiError) -> float:
+        """Seconds to wait after the ``failures``-th failed try."""
+        pause = min(self.cap, self.initial * 2 ** (failures - 1))
+        asked = error.retry_after
+        return min(self.cap, max(pause, asked)) if asked is not None else pause
 
 
 @dataclass
@@ -52,6 +107,36 @@ class _Recent:
     namespace: str
     count: int
     seen_at: float
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """One recorded event waiting for its write; all of it fixed when it was recorded."""
+
+    identity: _Identity
+    ref: Mapping[str, str]
+    type: str
+    reason: str
+    message: str
+    component: str
+    host: str
+    at: float  # the recorder's clock
+    now: str  # metav1.Time
+    name: str  # the name it gets if it is created
+
+    @property
+    def lane(self) -> tuple[str, ...]:
+        return tuple(self.ref.get(k, "") for k in ("namespace", "name", "uid"))
+
+    def describe(self) -> str:
+        return f"{self.reason} on {self.ref.get('kind')} {self.ref.get('name')}"
+
+
+@dataclass
+class _Lane:
+    items: collections.deque[_Pending] = field(default_factory=collections.deque)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    cut: bool = False  # a write of the first item was cancelled: it may have landed
 
 
 def involved_object(obj: Mapping[str, Any]) -> dict[str, str]:
@@ -108,8 +193,228 @@ def build(
     }
 
 
+class Broadcaster:
+    """The queue and the writers of a manager's events (see the module docstring); its
+    recorders put events in, :meth:`run` writes them."""
+
+    def __init__(
+        self,
+        client: kube.Client,
+        *,
+        queue_size: int = QUEUE_SIZE,
+        writers: int = WRITERS,
+        retry: Retry = Retry(),
+        drain_timeout: float = DRAIN_TIMEOUT,
+        dropped: metrics_.Counter | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if queue_size < 1 or writers < 1 or retry.tries < 1:
+            raise ValueError("queue_size, writers and retry.tries must be 1 or more")
+        self.client = client
+        self.queue_size = queue_size
+        self.retry = retry
+        self.drain_timeout = drain_timeout
+        self.dropped = dropped if dropped is not None else metrics_.METRICS.events_dropped
+        for reason in (FULL, REJECTED, FAILED, STOPPED):  # exposed as 0 before any drop
+            self.dropped.labels(reason)
+        self._clock = clock
+        self._sleep = sleep
+        self._lanes = [_Lane() for _ in range(writers)]
+        self._queued = 0  # waiting or being written
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._running = False
+        self._direct = asyncio.Lock()
+        self._recent: collections.OrderedDict[_Identity, _Recent] = collections.OrderedDict()
+        self._sequence = itertools.count()
+        self._full_drops = 0
+        self._warned_at = -math.inf
+
+    @property
+    def running(self) -> bool:
+        """Whether :meth:`run` writes the queue now."""
+        return self._running
+
+    @property
+    def queued(self) -> int:
+        """Events not written yet (waiting, or being written)."""
+        return self._queued
+
+    def name_for(self, object_name: str, moment: datetime.datetime) -> str:
+        """A new event's name: unique even for events recorded in the same microsecond."""
+        nanos = int(moment.timestamp() * 1_000_000) * 1000 + next(self._sequence) % 1000
+        return f"{object_name}.{nanos:x}"
+
+    def submit(self, item: _Pending) -> bool:
+        """Queue ``item``; False (and counted) when the queue is full. Never waits."""
+        if self._queued >= self.queue_size:
+            self._drop_full(item)
+            return False
+        lane = self._lanes[hash(item.lane) % len(self._lanes)]
+        lane.items.append(item)
+        lane.ready.set()
+        self._queued += 1
+        self._idle.clear()
+        return True
+
+    async def flush(self) -> None:
+        """Return once every event queued so far is written or dropped. Without a running
+        writer, the caller writes them itself, one at a time."""
+        if self._running:
+            await self._idle.wait()
+            return
+        async with self._direct:
+            for lane in self._lanes:
+                await self._work(lane, until_empty=True)
+
+    async def run(self) -> None:
+        """Write queued events until cancelled; then drain the queue for at most
+        ``drain_timeout`` seconds."""
+        if self._running:
+            raise RuntimeError("the event writer runs already")
+        self._running = True
+        # asyncio's events belong to the loop that first waits on them: new ones for this run
+        self._idle = asyncio.Event()
+        if not self._queued:
+            self._idle.set()
+        for lane in self._lanes:
+            lane.ready = asyncio.Event()
+            if lane.items:
+                lane.ready.set()
+        try:
+            async with _aio.TaskGroup() as group:
+                for number, lane in enumerate(self._lanes):
+                    group.create_task(self._work(lane), name=f"event-writer-{number}")
+        except asyncio.CancelledError:
+            await self._drain()
+            raise
+        finally:
+            self._running = False
+
+    async def _drain(self) -> None:
+        if not self._queued:
+            return
+        try:
+            async with _aio.timeout(self.drain_timeout), _aio.TaskGroup() as group:
+                for number, lane in enumerate(self._lanes):
+                    work = self._work(lane, until_empty=True)
+                    group.create_task(work, name=f"event-drain-{number}")
+        except TimeoutError:
+            left = self._queued
+            for lane in self._lanes:
+                lane.items.clear()
+                lane.cut = False
+            self._done(left)
+            self.dropped.labels(STOPPED).inc(left)
+            log.warning("%d events not written: the writer stopped", left)
+
+    async def _work(self, lane: _Lane, *, until_empty: bool = False) -> None:
+        while True:
+            if not lane.items:
+                if until_empty:
+                    return
+                lane.ready.clear()
+                await lane.ready.wait()
+                continue
+            # The event stays first in its lane until written: a write cut by a stop is done
+            # again by the drain (a create that landed answers 409, a patch sets the same
+            # count).
+            tried, lane.cut = lane.cut, True
+            await self._write(lane.items[0], tried=tried)
+            lane.cut = False
+            lane.items.popleft()
+            self._done(1)
+
+    def _done(self, count: int) -> None:
+        self._queued -= count
+        if self._queued == 0:
+            self._idle.set()
+
+    def _drop_full(self, item: _Pending) -> None:
+        self.dropped.labels(FULL).inc()
+        self._full_drops += 1
+        now = self._clock()
+        if now - self._warned_at >= DROP_WARNING_INTERVAL:
+            log.warning(
+                "event queue full (%d events); %d events dropped since the last warning, "
+                "the latest %s",
+                self._queued,
+                self._full_drops,
+                item.describe(),
+            )
+            self._warned_at = now
+            self._full_drops = 0
+
+    async def _write(self, item: _Pending, *, tried: bool) -> None:
+        """Write one event, with retries; never raises but for cancellation. ``tried``: an
+        earlier write of it was cut short."""
+        failures = 0
+        while True:
+            try:
+                await self._record(item, retried=tried or failures > 0)
+                return
+            except _TRANSIENT as exc:
+                failures += 1
+                if failures >= self.retry.tries:
+                    self.dropped.labels(FAILED).inc()
+                    log.warning(
+                        "event %s not recorded after %d tries: %s", item.describe(), failures, exc
+                    )
+                    return
+                pause = self.retry.pause(failures, exc)
+                log.warning(
+                    "event %s not recorded yet (%s); trying again in %.1fs",
+                    item.describe(),
+                    exc,
+                    pause,
+                )
+                await self._sleep(pause)
+            except kube.ApiError as exc:
+                self.dropped.labels(REJECTED).inc()
+                log.warning("event %s not recorded: %s", item.describe(), exc)
+                return
+
+    async def _record(self, item: _Pending, *, retried: bool) -> None:
+        recent = self._recent.get(item.identity)
+        if recent is not None and item.at - recent.seen_at <= WINDOW:
+            patch = {"count": recent.count + 1, "lastTimestamp": item.now, "message": item.message}
+            try:
+                await self.client.patch(EVENTS, recent.name, patch, namespace=recent.namespace)
+            except kube.NotFound:
+                log.debug("event %s/%s is gone; creating a new one", recent.namespace, recent.name)
+            else:
+                recent.count += 1
+                recent.seen_at = item.at
+                self._recent.move_to_end(item.identity)
+                return
+        body = build(
+            item.ref,
+            item.type,
+            item.reason,
+            item.message,
+            name=item.name,
+            component=item.component,
+            host=item.host,
+            now=item.now,
+        )
+        namespace = body["metadata"]["namespace"]
+        try:
+            await self.client.create(EVENTS, body, namespace=namespace)
+        except kube.AlreadyExists:
+            if not retried:  # another event took the name: not this one's to count on
+                raise
+            # a try that got no answer had created it
+        self._recent[item.identity] = _Recent(item.name, namespace, 1, item.at)
+        self._recent.move_to_end(item.identity)
+        while len(self._recent) > CACHE_SIZE:
+            self._recent.popitem(last=False)
+
+
 class Recorder:
-    """Records events as ``component`` (see the module docstring)."""
+    """Records events as ``component`` (see the module docstring) through ``broadcaster``,
+    the manager's; without one, through a broadcaster of its own that nothing runs, so that
+    :meth:`event` writes before it returns."""
 
     def __init__(
         self,
@@ -117,6 +422,7 @@ class Recorder:
         component: str,
         host: str = "",
         *,
+        broadcaster: Broadcaster | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(
             datetime.timezone.utc
@@ -125,29 +431,26 @@ class Recorder:
         self.client = client
         self.component = component
         self.host = host
+        self.broadcaster = broadcaster or Broadcaster(client, clock=clock)
         self._clock = clock
         self._wall = wall
-        self._recent: collections.OrderedDict[_Identity, _Recent] = collections.OrderedDict()
-        self._locks: weakref.WeakValueDictionary[_Identity, asyncio.Lock] = (
-            weakref.WeakValueDictionary()
-        )
-        self._sequence = itertools.count()
 
-    async def event(
+    def emit(
         self,
         obj: Mapping[str, Any],
         type: Literal["Normal", "Warning"],
         reason: str,
         message: str,
-    ) -> None:
-        """Record an event on ``obj``; never raises (a failure is logged as a warning)."""
+    ) -> bool:
+        """Queue an event on ``obj``; never waits and never raises. False when it was not
+        queued (a bad object or type is logged, a full queue counted)."""
         ref = involved_object(obj)
         if "name" not in ref:
             log.warning("event %s not recorded: the object has no name", reason)
-            return
+            return False
         if type not in (NORMAL, WARNING):
             log.warning("event %s on %s not recorded: type %r", reason, ref["name"], type)
-            return
+            return False
         message = clip(message)
         identity = (
             self.component,
@@ -157,48 +460,33 @@ class Recorder:
             reason,
             message,
         )
-        lock = self._locks.get(identity)
-        if lock is None:
-            lock = self._locks[identity] = asyncio.Lock()
-        async with lock:
-            try:
-                await self._record(identity, ref, type, reason, message)
-            except kube.ApiError as exc:
-                log.warning(
-                    "event %s on %s %s not recorded: %s", reason, ref.get("kind"), ref["name"], exc
-                )
-
-    async def _record(
-        self, identity: _Identity, ref: Mapping[str, str], type: str, reason: str, message: str
-    ) -> None:
         moment = self._wall()
-        now = timestamp(moment)
-        recent = self._recent.get(identity)
-        if recent is not None and self._clock() - recent.seen_at <= WINDOW:
-            patch = {"count": recent.count + 1, "lastTimestamp": now, "message": message}
-            try:
-                await self.client.patch(EVENTS, recent.name, patch, namespace=recent.namespace)
-            except kube.NotFound:
-                log.debug("event %s/%s is gone; creating a new one", recent.namespace, recent.name)
-            else:
-                recent.count += 1
-                recent.seen_at = self._clock()
-                self._recent.move_to_end(identity)
-                return
-        nanos = int(moment.timestamp() * 1_000_000) * 1000 + next(self._sequence) % 1000
-        body = build(
-            ref,
-            type,
-            reason,
-            message,
-            name=f"{ref['name']}.{nanos:x}",
+        item = _Pending(
+            identity=identity,
+            ref=ref,
+            type=type,
+            reason=reason,
+            message=message,
             component=self.component,
             host=self.host,
-            now=now,
+            at=self._clock(),
+            now=timestamp(moment),
+            name=self.broadcaster.name_for(ref["name"], moment),
         )
-        namespace = body["metadata"]["namespace"]
-        await self.client.create(EVENTS, body, namespace=namespace)
-        self._recent[identity] = _Recent(body["metadata"]["name"], namespace, 1, self._clock())
-        self._recent.move_to_end(identity)
-        while len(self._recent) > CACHE_SIZE:
-            self._recent.popitem(last=False)
+        return self.broadcaster.submit(item)
+
+    async def event(
+        self,
+        obj: Mapping[str, Any],
+        type: Literal["Normal", "Warning"],
+        reason: str,
+        message: str,
+    ) -> None:
+        """Record an event on ``obj``: queued for the running writer, else written (with
+        whatever else is queued) before this returns. Never raises but for cancellation."""
+        if self.emit(obj, type, reason, message) and not self.broadcaster.running:
+            await self.broadcaster.flush()
+
+    async def flush(self) -> None:
+        """Wait until every event queued so far is written (see :meth:`Broadcaster.flush`)."""
+        await self.broadcaster.flush()

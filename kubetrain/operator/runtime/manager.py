@@ -1,8 +1,11 @@
 """The manager: starts and stops everything a controller process runs (controller-runtime's
 manager), in this order:
 
-1. the informers of every resource a controller reads (one shared store per resource, on
-   every replica, so a standby is warm when it takes over);
+1. the event writer of the recorders it hands out (:class:`~.events.Broadcaster`: one per
+   manager, so reconciles queue their events and never wait for them; on a stop it writes
+   what is queued, for a bounded time), and the informers of every resource a controller
+   reads (one shared store per resource, on every replica, so a standby is warm when it
+   takes over);
 2. the metrics and probe endpoints (/readyz fails until every store has synced);
 3. leader election on the Lease ``--leader-election-id`` of upstream
    (``1ca428e5.training-operator.kubeflow.org``), and while this replica holds it, the
@@ -101,6 +104,7 @@ class Manager:
                     settings.lease_duration, settings.renew_deadline, settings.retry_period
                 ),
             )
+        self.events = events.Broadcaster(client, dropped=metrics.events_dropped)
         self.metrics_endpoint = server.Endpoint(
             "metrics", settings.metrics_address, server.metrics_routes(metrics.registry)
         )
@@ -111,8 +115,10 @@ class Manager:
     # -- wiring --------------------------------------------------------------------------------
 
     def recorder(self, component: str) -> events.Recorder:
-        """An event recorder writing as ``component`` (upstream: the controller's name)."""
-        return events.Recorder(self.client, component)
+        """An event recorder writing as ``component`` (upstream: the controller's name),
+        through the manager's queue: its events are written in the background while the
+        manager runs."""
+        return events.Recorder(self.client, component, broadcaster=self.events)
 
     def store(self, resource: kube.Resource) -> cache.Store:
         """The shared store of ``resource``, its informer started with the manager (or at
@@ -212,6 +218,7 @@ class Manager:
         log.info("manager %s starting: %d controllers", self.identity, len(self._controllers))
         async with _aio.TaskGroup() as group:
             self._group = group
+            group.create_task(guarded("event writer", self.events.run()), name="event-writer")
             for resource in self._informers:
                 self._start_informer(resource)
             endpoints = (self.metrics_endpoint, self.probe_endpoint)

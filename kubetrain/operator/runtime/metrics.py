@@ -4,7 +4,8 @@ The names are upstream's, so existing dashboards and alerts keep working: the Tr
 Operator's job counters (``training_operator_jobs_*_total{job_namespace, framework}`` and its
 unlabelled pod, service and PodGroup counters, kubeflow-operator.md §6.1), controller-runtime's
 ``controller_runtime_reconcile_*`` and client-go's ``workqueue_*`` (python-operator-stack.md §9),
-and ``leader_election_master_status``. Informer restarts and relists are kubetrain's own.
+and ``leader_election_master_status``. Informer restarts and relists, and events the recorder
+dropped, are kubetrain's own.
 
 A registry is a few dozen lines here, which is why there is no dependency for it: counters,
 gauges and histograms with labels, written in the text exposition format 0.0.4.
@@ -325,6 +326,13 @@ class Metrics:
             "kubetrain_informer_relists_total",
             "Lists after the first of a watch per resource (410 Gone)",
             ("resource",),
+        )
+        # kubetrain's own: events the recorder did not write (see operator.runtime.events)
+        self.events_dropped = r.counter(
+            "kubetrain_events_dropped_total",
+            "Events not written per reason: full (the queue was full), rejected (the API "
+            "server refused it), failed (every try failed), stopped (still queued at stop)",
+            ("reason",),
         )
 
 

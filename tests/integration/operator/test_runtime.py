@@ -1,6 +1,7 @@
 """The controller runtime against a real API server: the informer cache follows the API, a toy
-reconciler converges and is woken by its children's events, events are aggregated, and the
-manager serves /metrics, /healthz and /readyz.
+reconciler converges and is woken by its children's events, events are aggregated (written
+directly, or in the background by a running manager, which still writes what is queued when
+it stops), and the manager serves /metrics, /healthz and /readyz.
 
 The toy reconciler, :class:`Mirror`: for each ConfigMap labelled ``kubetrain.test/mirror``,
 a ConfigMap ``<name>-mirror`` that it controls (ownerReference with ``controller: true``)
@@ -299,6 +300,42 @@ def test_the_same_event_twice_is_one_event_with_count_2(kubeconfig: str, namespa
             assert by_reason["Other"]["count"] == 1
 
     run(body())
+
+
+def test_a_managers_events_are_written_in_the_background_and_at_its_stop(
+    kubeconfig: str, namespace: str, manager_settings: Callable[..., manager.Settings]
+) -> None:
+    async def body() -> None:
+        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
+            obj = await client.create(CONFIGMAPS, configmap("job", {}), namespace=namespace)
+            obj.setdefault("apiVersion", "v1")
+            obj.setdefault("kind", "ConfigMap")
+            m = manager.Manager(client, manager_settings())
+            recorder = m.recorder("test-controller")
+            async with running(m):
+                await eventually(lambda: _now(m.events.running), "the event writer runs")
+                for _ in range(3):
+                    await recorder.event(obj, "Warning", "ExitedWithCode", "exit code 1")
+                await recorder.event(obj, "Normal", "Other", "something else")
+                async with _aio.timeout(10):
+                    await recorder.flush()
+                listed = await reasons_and_counts(client, namespace)
+                assert listed == {"ExitedWithCode": 3, "Other": 1}
+                for i in range(10):
+                    recorder.emit(obj, "Normal", f"Stopping{i}", "queued as the manager stops")
+            assert not m.events.running
+            listed = await reasons_and_counts(client, namespace)
+            stopping = {reason: n for reason, n in listed.items() if reason.startswith("Stop")}
+            assert stopping == {f"Stopping{i}": 1 for i in range(10)}, "the stop wrote them"
+
+    run(body())
+
+
+async def reasons_and_counts(client: kube.Client, namespace: str) -> dict[str, int]:
+    listed = await client.list(
+        events.EVENTS, namespace=namespace, field_selector="involvedObject.name=job"
+    )
+    return {e["reason"]: e["count"] for e in listed["items"]}
 
 
 # -- the manager's endpoints -------------------------------------------------------------------

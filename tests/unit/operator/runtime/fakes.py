@@ -1,7 +1,8 @@
 """Test doubles for the runtime's unit tests: a clock moved by hand, and an in-memory stand-in
 for the few client calls the leader elector and the event recorder make (get, create,
 replace with a resourceVersion compare-and-swap, merge patch), with errors injectable per
-call.
+call, answers that get lost after the call took effect, and a gate that holds every call
+until it is opened.
 """
 
 from __future__ import annotations
@@ -42,17 +43,39 @@ class Call:
 @dataclass
 class FakeClient:
     """Objects by (plural, namespace, name); ``fail[verb]`` holds errors raised by the next
-    calls of that verb, in order."""
+        calls of that verb, in order, before they do anything; ``lost[verb]`` errors raised by
+        the next calls after they took effect (the answer lost on the way). While ``gate`` is
+        set and not open, every call waits for it (``held`` counts them); while ``answer_gate`` is,
+    creates and patches wait for it after they took effect."""
 
     objects: dict[tuple[str, str | None, str], dict[str, Any]] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     fail: dict[str, list[Exception]] = field(default_factory=dict)
+    lost: dict[str, list[Exception]] = field(default_factory=dict)
+    gate: asyncio.Event | None = None
+    held: int = 0  # calls waiting at the gate now
+    answer_gate: asyncio.Event | None = None  # creates and patches wait here once done
     version: int = 0
 
     def _check(self, verb: str) -> None:
         errors = self.fail.get(verb)
         if errors:
             raise errors.pop(0)
+
+    async def _answer(self, verb: str) -> None:
+        if self.answer_gate is not None:
+            await self.answer_gate.wait()
+        errors = self.lost.get(verb)
+        if errors:
+            raise errors.pop(0)
+
+    async def _wait(self) -> None:
+        if self.gate is not None:
+            self.held += 1
+            try:
+                await self.gate.wait()
+            finally:
+                self.held -= 1
 
     def _next_version(self) -> str:
         self.version += 1
@@ -61,6 +84,7 @@ class FakeClient:
     async def get(
         self, resource: kube.Resource, name: str, *, namespace: str | None = None
     ) -> dict[str, Any]:
+        await self._wait()
         self.calls.append(Call("get", resource.plural, namespace, name))
         self._check("get")
         found = self.objects.get((resource.plural, namespace, name))
@@ -71,6 +95,7 @@ class FakeClient:
     async def create(
         self, resource: kube.Resource, body: dict[str, Any], *, namespace: str | None = None
     ) -> dict[str, Any]:
+        await self._wait()
         name = body["metadata"]["name"]
         self.calls.append(Call("create", resource.plural, namespace, name, copy.deepcopy(body)))
         self._check("create")
@@ -80,11 +105,13 @@ class FakeClient:
         stored = copy.deepcopy(body)
         stored["metadata"]["resourceVersion"] = self._next_version()
         self.objects[key] = stored
+        await self._answer("create")
         return copy.deepcopy(stored)
 
     async def replace(
         self, resource: kube.Resource, body: dict[str, Any], *, namespace: str | None = None
     ) -> dict[str, Any]:
+        await self._wait()
         name = body["metadata"]["name"]
         self.calls.append(Call("replace", resource.plural, namespace, name, copy.deepcopy(body)))
         self._check("replace")
@@ -108,6 +135,7 @@ class FakeClient:
         *,
         namespace: str | None = None,
     ) -> dict[str, Any]:
+        await self._wait()
         self.calls.append(Call("patch", resource.plural, namespace, name, copy.deepcopy(patch)))
         self._check("patch")
         key = (resource.plural, namespace, name)
@@ -116,6 +144,7 @@ class FakeClient:
             raise kube.NotFound(f"{name} not found", code=404)
         current.update(copy.deepcopy(patch))
         current["metadata"]["resourceVersion"] = self._next_version()
+        await self._answer("patch")
         return copy.deepcopy(current)
 
     def verbs(self) -> list[str]:
