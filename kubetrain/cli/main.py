@@ -2,7 +2,9 @@
 
 Each command module exposes ``register(subparsers)``, which adds its parser and sets
 ``func`` to a ``run(args) -> int``. A user mistake ends with a message and a non-zero exit,
-never a traceback; ``-v`` shows the traceback of an unexpected error.
+never a traceback; ``-v`` shows the traceback of an unexpected error. A mistake in the
+arguments themselves is one line too (exit 2), pointing at ``--help`` instead of printing the
+usage.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import argparse
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 import kubetrain
 from kubetrain.cli import (
@@ -41,8 +44,19 @@ COMMANDS = (validate, crds, up, down, status, kubeconfig, apiserver, node, opera
 COMMANDS += (run, submit, apply, listing, get, logs, events, delete, suspend, wait, top, completion)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error on one line: ``kubetrain get: error: ...; see ...``.
+
+    Sub-commands' parsers are of this class too (argparse makes them of the parent's).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        line = " ".join(message.split())  # argparse's messages may wrap
+        self.exit(2, f"{self.prog}: error: {line}; see `{self.prog} --help`\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="kubetrain",
         description="Kubeflow training jobs on any Kubernetes API, or on this machine.",
     )

@@ -151,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
     kubeconfig = _kubeconfig(args)
     root = os.path.abspath(args.root or os.path.join(daemon.resolve_home(os.environ), "node"))
     try:
-        asyncio.run(_serve(args, kubeconfig, root))
+        with daemon.private_files():  # pod directories and logs: 0700 and 0600, as the daemon's
+            asyncio.run(_serve(args, kubeconfig, root))
     except kube.ConfigError as exc:
         print(f"kubetrain node: {exc}", file=sys.stderr)
         return 1

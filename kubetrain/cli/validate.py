@@ -28,6 +28,14 @@ SUFFIXES = (".yaml", ".yml", ".json")
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 NOT_AN_OBJECT = "must be an object with apiVersion and kind"
 MAX_DEPTH = 100  # far beyond any real manifest, well within what printing can serialise
+# Bytes per input. The API server takes at most 3 MiB per request, so no larger manifest of
+# one object can be applied; the limit keeps the YAML parser (pure Python: seconds per MiB)
+# from running for minutes, and its memory from growing with the input.
+MAX_INPUT = 4 * 1024 * 1024
+# Values per object: more than an input of MAX_INPUT bytes can spell out. Only YAML aliases
+# (one node referred to many times, a "billion laughs") get past it, and copying those would
+# take the memory and time of every repetition.
+MAX_VALUES = 2_000_000
 
 
 class _Loader(yaml.SafeLoader):
@@ -167,12 +175,20 @@ def _read(path: str) -> str:
     try:
         if path == "-":
             stdin = sys.stdin
-            data = stdin.buffer.read() if hasattr(stdin, "buffer") else stdin.read().encode()
+            if hasattr(stdin, "buffer"):
+                data = stdin.buffer.read(MAX_INPUT + 1)
+            else:
+                data = stdin.read(MAX_INPUT + 1).encode()
         else:
             with open(path, "rb") as f:
-                data = f.read()
+                data = f.read(MAX_INPUT + 1)
     except OSError as exc:
         raise ReadError(f"{_label(path)}: {exc.strerror}") from exc
+    if len(data) > MAX_INPUT:
+        raise ReadError(
+            f"{_label(path)}: larger than {MAX_INPUT // (1024 * 1024)} MiB; the API server "
+            "takes at most 3 MiB per object: split the file"
+        )
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -241,10 +257,13 @@ def _object(raw: Any) -> dict[str, Any]:
     """
     if not isinstance(raw, dict):
         raise NotJSON(NOT_AN_OBJECT)
-    return _plain(raw, "", set())
+    return _plain(raw, "", set(), [MAX_VALUES])
 
 
-def _plain(value: Any, path: str, open_ids: set[int]) -> Any:
+def _plain(value: Any, path: str, open_ids: set[int], budget: list[int]) -> Any:
+    budget[0] -= 1
+    if budget[0] < 0:  # only aliases get here: the input limit allows fewer values
+        raise NotJSON(f"{path}: more than {MAX_VALUES} values (YAML aliases repeated)")
     if isinstance(value, str | bool | int) or value is None:
         return value
     if isinstance(value, float) and math.isfinite(value):
@@ -258,11 +277,11 @@ def _plain(value: Any, path: str, open_ids: set[int]) -> Any:
     open_ids.add(id(value))
     if isinstance(value, dict):
         copied: Any = {
-            key: _plain(item, f"{path}.{key}" if path else str(key), open_ids)
+            key: _plain(item, f"{path}.{key}" if path else str(key), open_ids, budget)
             for key, item in value.items()
         }
     else:
-        copied = [_plain(item, f"{path}[{i}]", open_ids) for i, item in enumerate(value)]
+        copied = [_plain(item, f"{path}[{i}]", open_ids, budget) for i, item in enumerate(value)]
     open_ids.discard(id(value))
     return copied
 

@@ -10,6 +10,7 @@ prefixes the kind twice: ``MPIJobMPIJobFailed``). Pure: no I/O, no logging.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Collection, Iterable
 from typing import Any
 
@@ -83,7 +84,9 @@ def kubexec_script(job: api.JobKind) -> str:
     """The rsh agent Open MPI and Intel MPI call to start a rank: ``kubectl exec`` into a pod."""
     command = f"{KUBECTL_MOUNT_PATH}/kubectl exec ${{POD_NAME}}"
     if job.spec.main_container:
-        command += f" --container {job.spec.main_container}"
+        # quoted: admission takes any string here, and this is a shell script (a container
+        # name, all a valid one can be, comes out as upstream writes it)
+        command += f" --container {shlex.quote(job.spec.main_container)}"
     return f'#!/bin/sh\nset -x\nPOD_NAME=$1\nshift\n{command} -- /bin/sh -c "$*"'
 
 

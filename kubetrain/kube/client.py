@@ -129,7 +129,7 @@ class Client:
         subresource: str | None = None,
         timeout: Timeout = CLIENT_DEFAULT,
     ) -> dict[str, Any]:
-        path = resource.path(namespace, name, subresource)
+        path = resource.path(namespace, _object_name(resource, name, "get"), subresource)
         return await self.request("GET", path, timeout=timeout)
 
     async def list(
@@ -264,7 +264,7 @@ class Client:
             query["force"] = force
         return await self.request(
             "PATCH",
-            resource.path(namespace, name, subresource),
+            resource.path(namespace, _object_name(resource, name, "patch"), subresource),
             query=query,
             body=patch if isinstance(patch, list) else dict(patch),
             content_type=PATCH_CONTENT_TYPES[type],
@@ -320,7 +320,7 @@ class Client:
         ``preconditions`` (``uid``, ``resourceVersion``) make the delete fail with Conflict
         when the stored object is not the one meant."""
         body = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
-        path = resource.path(namespace, name)
+        path = resource.path(namespace, _object_name(resource, name, "delete"))
         return await self.request("DELETE", path, body=body, timeout=timeout)
 
     async def delete_collection(
@@ -573,6 +573,17 @@ def _delete_options(
     if dry_run:
         body["dryRun"] = ["All"]
     return body
+
+
+def _object_name(resource: Resource, name: Any, verb: str) -> str:
+    """``name`` for a call on one object. None would make the path the collection's, and a
+    delete of it a deletecollection: every object of the namespace."""
+    if not isinstance(name, str):
+        raise TypeError(
+            f"{verb} {resource.group_resource}: the name is {name!r}, not a string"
+            + ("; delete_collection deletes many objects" if verb == "delete" else "")
+        )
+    return name
 
 
 def _name_of(body: Mapping[str, Any]) -> str:

@@ -71,7 +71,12 @@ def _load_kubeconfig(path: str, context: str | None) -> ClusterConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read kubeconfig {path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise ConfigError(f"kubeconfig {path} is not valid YAML: {exc}") from exc
+        problem = " ".join(str(exc).split())  # PyYAML's message spans lines; ours is one
+        raise ConfigError(f"kubeconfig {path} is not valid YAML: {problem}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"kubeconfig {path} is not UTF-8 text (byte {exc.start + 1})") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"kubeconfig {path} is nested too deeply") from exc
     if not isinstance(doc, dict):
         raise ConfigError(f"kubeconfig {path}: expected a mapping at the top level")
     configuration = Configuration()

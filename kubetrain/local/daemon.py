@@ -1,7 +1,9 @@
 """The local control plane as one process: the API server and the components beside it, started
 under one asyncio TaskGroup and stopped together.
 
-Layout of the state directory (``$KUBETRAIN_HOME``, default ``~/.kubetrain``)::
+Layout of the state directory (``$KUBETRAIN_HOME``, default ``~/.kubetrain``), private to its
+owner: every directory kubetrain creates there is 0700 and every file 0600 (the daemon runs
+with umask 077), since the database holds Secrets and pod logs may print them::
 
     kubeconfig          context "kubetrain": the URL, the CA and the bearer token (0600)
     state.db            SQLite (WAL) with every object and the event log
@@ -10,6 +12,7 @@ Layout of the state directory (``$KUBETRAIN_HOME``, default ``~/.kubetrain``)::
     status.json         pid, URL, port, start time, state dir: what ``kubetrain status`` shows
     port                the port chosen on first start, reused later so kubeconfigs stay valid
     volumes/            directories backing PersistentVolumeClaims
+    node/               the node agent's pods: their directories, volumes and logs
     logs/daemon.log     the daemon's output when started by ``kubetrain up``
 
 :func:`run` is the process's whole life; :func:`start_background`, :func:`stop` and
@@ -209,6 +212,25 @@ async def supervised(component: Component, *, backoff: float = 1.0, limit: float
 # --- the daemon's life ------------------------------------------------------------------------
 
 
+PRIVATE_UMASK = 0o077  # files 0600, directories 0700
+
+
+@contextlib.contextmanager
+def private_files() -> Iterator[None]:
+    """Create every file and directory readable by the owner only (umask 077) until exit.
+
+    The state directory holds the token, the CA key, every Secret (in the database) and pod
+    logs that may print them. Explicit modes at each ``open`` would miss what SQLite, the
+    node's pod directories and log files create; the umask covers them all. A container's
+    own process gets a container runtime's umask back (:mod:`kubetrain.local.node.shim`).
+    """
+    before = os.umask(PRIVATE_UMASK)
+    try:
+        yield
+    finally:
+        os.umask(before)
+
+
 @contextlib.contextmanager
 def _pid_lock(paths: Paths) -> Any:
     """Hold the pid file's lock for the daemon's lifetime; AlreadyRunning if another has it."""
@@ -268,7 +290,7 @@ async def run(
     the components that make pods run (scheduler, node agent, operator); the command line
     composes them, since this layer may not import the operator."""
     paths = config.paths
-    with _pid_lock(paths), _long_lived_collector():
+    with private_files(), _pid_lock(paths), _long_lived_collector():
         credentials = await asyncio.to_thread(tls.ensure, paths.pki)
         os.makedirs(paths.volumes, mode=0o700, exist_ok=True)
         db_path = None if config.memory else paths.database
@@ -428,6 +450,7 @@ def start_background(config: Config, *, timeout: float = READY_TIMEOUT) -> dict[
     pid = running_pid(paths)
     if pid is not None:
         raise AlreadyRunning(pid)
+    os.makedirs(paths.home, mode=0o700, exist_ok=True)  # makedirs gives parents 0755
     os.makedirs(os.path.dirname(paths.log), mode=0o700, exist_ok=True)
     command = [sys.executable, "-m", "kubetrain", "apiserver", "--home", paths.home]
     if config.memory:
@@ -436,7 +459,8 @@ def start_background(config: Config, *, timeout: float = READY_TIMEOUT) -> dict[
         command += ["--port", str(config.port)]
     if config.workloads:
         command.append("--with-workloads")
-    with open(paths.log, "ab") as log_file:
+    log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # may hold Secrets
+    with open(log_fd, "ab") as log_file:
         process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,

@@ -137,6 +137,13 @@ class TrainerClient:
         """Submit a TrainJob; returns its name. ``runtime`` defaults to torch-distributed.
         A ``CustomTrainer``'s function is checked first: InvalidTrainer (a ValueError) says
         why it cannot run on its own."""
+        if trainer is not None and not isinstance(
+            trainer, _types.CustomTrainer | _types.CommandTrainer
+        ):
+            raise InvalidTrainer(f"trainer: {trainer!r}; accepted: CustomTrainer, CommandTrainer")
+        if initializer is not None and not isinstance(initializer, _types.Initializer):
+            raise InvalidTrainer(f"initializer: {initializer!r}; accepted: an Initializer")
+        options = _trainjobs.check_options(options)
         if isinstance(trainer, _types.CustomTrainer):  # fail before any server round trip
             _functions.prepare(trainer.func, trainer.func_args)
         if runtime is None:
@@ -149,7 +156,7 @@ class TrainerClient:
             raise InvalidTrainer(
                 f"runtime: {runtime!r}; accepted: a runtime name or a Runtime from list_runtimes()"
             )
-        return self._run(self._train(name, kind, initializer, trainer, list(options or ())))
+        return self._run(self._train(name, kind, initializer, trainer, options))
 
     async def _train(
         self,
@@ -177,6 +184,8 @@ class TrainerClient:
 
     def list_jobs(self, runtime: _types.Runtime | str | None = None) -> list[_types.TrainJob]:
         """The namespace's TrainJobs (those on ``runtime`` when given), oldest first."""
+        if runtime is not None and not isinstance(runtime, str | _types.Runtime):
+            raise InvalidTrainer(f"runtime: {runtime!r}; accepted: a runtime name or a Runtime")
         wanted = runtime.name if isinstance(runtime, _types.Runtime) else runtime
         return self._run(self._list_jobs(wanted))
 

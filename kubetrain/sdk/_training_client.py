@@ -85,6 +85,8 @@ class TrainingClient:
         return _v1jobs.kind_of(job_kind or self.job_kind)
 
     def _ns(self, namespace: str | None) -> str:
+        if namespace is not None and not isinstance(namespace, str):
+            _v1jobs.check_name(namespace, "namespace")  # raises: not a string
         return namespace or self.namespace
 
     # -- jobs -------------------------------------------------------------------------------
@@ -117,11 +119,13 @@ class TrainingClient:
             body = _plain(job)
             kind = self._kind(str(body.get("kind") or job_kind or ""))
             metadata = body.setdefault("metadata", {})
-            if name:
+            if name is not None:
+                _v1jobs.check_name(name, "name")
                 metadata["name"] = name
             ns = self._ns(namespace or metadata.get("namespace"))
             metadata["namespace"] = ns
             for field, extra in (("labels", labels), ("annotations", annotations)):
+                _v1jobs.check_strings_map(extra, field)
                 if extra:
                     metadata.setdefault(field, {}).update(extra)
         else:
@@ -467,7 +471,10 @@ def _args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
 def _plain(job: Any) -> dict[str, Any]:
     """A job as a JSON dict: a dict, a kubetrain.api model, or a kubernetes client model."""
     if isinstance(job, Mapping):
-        return {**job, "metadata": dict(job.get("metadata") or {})}
+        metadata = job.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise InvalidTrainer(f"job.metadata: {metadata!r}; accepted: a dict")
+        return {**job, "metadata": dict(metadata)}
     if isinstance(job, BaseModel):
         return job.model_dump(mode="json", by_alias=True, exclude_none=True)
     if hasattr(job, "openapi_types"):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 import shlex
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kubetrain.sdk import _functions, _types
@@ -109,12 +109,40 @@ def build(
     return job
 
 
+def check_options(options: Any) -> list[_types.Option]:
+    """``train(options=...)`` as a list, each a known option with values of the right types,
+    or InvalidTrainer saying which is not (before anything reaches the server)."""
+    if options is None:
+        return []
+    if isinstance(options, str | Mapping) or not isinstance(options, Iterable):
+        raise InvalidTrainer(f"options: {options!r}; accepted: a list of Name, Labels, Annotations")
+    checked = []
+    for option in options:
+        if isinstance(option, _types.Name):
+            if not isinstance(option.name, str) or not option.name:
+                raise InvalidTrainer(f"options: Name({option.name!r}); accepted: a string")
+        elif isinstance(option, _types.Labels | _types.Annotations):
+            values = option.labels if isinstance(option, _types.Labels) else option.annotations
+            if not isinstance(values, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in values.items()
+            ):
+                raise InvalidTrainer(f"options: {option!r}; accepted: a dict of strings to strings")
+        elif not callable(option):
+            raise InvalidTrainer(
+                f"options: {option!r} is not an option; accepted: Name, Labels, Annotations"
+            )
+        checked.append(option)
+    return checked
+
+
 def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[str, Any]:
     """``spec.trainer`` for ``trainer`` under ``runtime``."""
     where = type(trainer).__name__
     policy = policy_of(runtime)
     block: dict[str, Any] = {}
     env = _env(trainer.env, where)
+    if trainer.pip_index_urls is not None:  # checked even when there is nothing to install
+        _strings(trainer.pip_index_urls, f"{where}.pip_index_urls")
     if isinstance(trainer, _types.CustomTrainer):
         prepared = _functions.prepare(trainer.func, trainer.func_args, where=where)
         run = [*PYTHON, prepared.script]
@@ -228,7 +256,10 @@ def _source(source: Any, where: str) -> dict[str, Any]:
     for field_name, value in vars(source).items():
         if field_name == "storage_uri" or value is None:
             continue
-        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        if field_name == "ignore_patterns":
+            text = ",".join(_strings(value, f"{where}.ignore_patterns"))
+        else:
+            text = _string(value, f"{where}.{field_name}")
         env.append({"name": field_name.upper(), "value": text})
     block: dict[str, Any] = {"storageUri": uri}
     if env:
@@ -264,6 +295,8 @@ def _env(given: Mapping[str, str] | None, where: str) -> list[dict[str, Any]]:
     for key, value in given.items():
         if not isinstance(key, str) or not key:
             raise InvalidTrainer(f"{where}.env: {key!r} is not a variable name")
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InvalidTrainer(f"{where}.env[{key!r}]: {value!r}; accepted: a string")
         env.append({"name": key, "value": str(value)})
     return env
 

@@ -77,6 +77,33 @@ def build(
         raise InvalidTrainer("create_job: give job, train_func or base_image")
     if not isinstance(num_workers, int) or isinstance(num_workers, bool) or num_workers < 1:
         raise InvalidTrainer(f"num_workers: {num_workers!r}; accepted: a whole number, 1 or more")
+    check_name(name, "name")
+    check_name(namespace, "namespace")
+    for field, text in (("base_image", base_image), ("pip_index_url", pip_index_url)):
+        if text is not None and (not isinstance(text, str) or not text):
+            raise InvalidTrainer(f"{field}: {text!r}; accepted: a string")
+    for field, count in (
+        ("num_chief_replicas", num_chief_replicas),
+        ("num_ps_replicas", num_ps_replicas),
+    ):
+        if count is not None and (
+            not isinstance(count, int) or isinstance(count, bool) or count < 0
+        ):
+            raise InvalidTrainer(f"{field}: {count!r}; accepted: a whole number, 0 or more")
+    procs = num_procs_per_worker
+    if procs is not None and not (
+        (isinstance(procs, int) and not isinstance(procs, bool) and procs >= 1)
+        or (isinstance(procs, str) and procs)
+    ):
+        raise InvalidTrainer(
+            f"num_procs_per_worker: {procs!r}; accepted: a whole number, 1 or more, or auto"
+        )
+    if packages_to_install is not None:  # a string would install each of its letters
+        packages_to_install = _trainjobs._strings(packages_to_install, "packages_to_install")
+    if resources_per_worker is not None and not isinstance(resources_per_worker, Mapping):
+        _trainjobs.resources(resources_per_worker, "resources_per_worker")  # raises: not a dict
+    check_strings_map(labels, "labels")
+    check_strings_map(annotations, "annotations")
     container: dict[str, Any] = {
         "name": kind.DEFAULT_CONTAINER,
         "image": base_image or DEFAULT_IMAGES[kind.KIND],
@@ -138,9 +165,30 @@ def build(
     }
 
 
+def check_name(value: Any, field: str) -> None:
+    """A name (of a job, a namespace) the caller gave is a string: a number or None would only
+    be refused by the server, after a round trip, or name something else."""
+    if not isinstance(value, str) or not value:
+        raise InvalidTrainer(f"{field}: {value!r}; accepted: a name (a non-empty string)")
+
+
+def check_strings_map(value: Any, field: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise InvalidTrainer(f"{field}: {value!r}; accepted: a dict of strings to strings")
+
+
 def _env(given: Mapping[str, str] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
     if not given:
         return []
+    if isinstance(given, str) or not isinstance(given, Mapping | Sequence):
+        raise InvalidTrainer(
+            f"env_vars: {given!r}; accepted: a dict of names to values, or a list of "
+            '{"name": ..., "value": ...}'
+        )
     if isinstance(given, Mapping):
         return [{"name": str(k), "value": str(v)} for k, v in given.items()]
     env = []

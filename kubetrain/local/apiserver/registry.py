@@ -27,6 +27,7 @@ import copy
 import dataclasses
 import json
 import logging
+import math
 import secrets
 import uuid
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from typing import Any
 from kubetrain import api
 from kubetrain.local.apiserver import apply as ssa
 from kubetrain.local.apiserver import (
+    builtin_schemas,
     claims,
     crds,
     errors,
@@ -46,6 +48,7 @@ from kubetrain.local.apiserver import (
     quotas,
     rbac,
     resources,
+    schema,
     selectors,
     services,
     store,
@@ -571,6 +574,9 @@ class Registry:
         old: dict[str, Any] | None,
     ) -> None:
         causes = strategy.validate(r, obj, old, self)
+        if not r.custom:  # a custom resource's schema checks types (crds.py)
+            shape = builtin_schemas.schema_for(r.group, r.version, r.kind)
+            causes += schema.shape_causes(obj, shape)
         if causes:
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(r.group, r.kind, name, causes)
@@ -1243,9 +1249,15 @@ def check_depth(body: Any, *, limit: int = MAX_DEPTH, what: str = "the request b
     limit); other bodies (delete options, bindings, evictions) are only looked into, never
     walked. The walk does not recurse, and ends on bodies that contain themselves (recursive
     YAML aliases), since those nest without end.
+
+    It also refuses what no stored object (UTF-8 JSON) can hold: text that is not Unicode
+    (JSON's ``\\ud800`` and YAML's escapes spell lone UTF-16 surrogates) and numbers that are
+    not finite (``1e400`` overflows to infinity; YAML has ``.inf`` and ``.nan``), which would
+    be written out as ``Infinity``, breaking every client that reads the object.
     """
     level = [body] if isinstance(body, dict | list) else []
     depth = seen = 0
+    read: set[int] = set()  # nodes whose values were checked (YAML aliases repeat nodes)
     while level:
         depth += 1
         if depth > limit:
@@ -1253,6 +1265,9 @@ def check_depth(body: Any, *, limit: int = MAX_DEPTH, what: str = "the request b
         seen += len(level)
         below: list[Any] = []
         for node in level:
+            if id(node) not in read:
+                read.add(id(node))
+                _check_values(node, what)
             below.extend(
                 child
                 for child in (node.values() if isinstance(node, dict) else node)
@@ -1263,6 +1278,21 @@ def check_depth(body: Any, *, limit: int = MAX_DEPTH, what: str = "the request b
                     f"the request body holds more than {MAX_CONTAINERS} objects and arrays"
                 )
         level = below
+
+
+def _check_values(node: dict[Any, Any] | list[Any], what: str) -> None:
+    values = [*node.keys(), *node.values()] if isinstance(node, dict) else node
+    for value in values:
+        if isinstance(value, str):
+            try:
+                value.encode()
+            except UnicodeEncodeError as exc:
+                bad = value[exc.start : exc.end].encode("unicode_escape").decode()
+                raise errors.bad_request(
+                    f"{what} holds text that is not valid Unicode: {exc.reason} ({bad})"
+                ) from exc
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise errors.bad_request(f"{what} holds a number out of range: {value}")
 
 
 def _check_patched_depth(obj: Any) -> None:

@@ -394,6 +394,43 @@ _OWNER_REFERENCE = frozenset(
 )
 
 
+def shape_causes(obj: dict[str, Any], schema: Schema | None) -> list[Cause]:
+    """Where a built-in object has a scalar or an array where its kind has an object, or any
+    other mix of objects, arrays and scalars: what kube-apiserver's typed decoder refuses.
+
+    Only that much of the types is checked, because it is what the built-in schemas
+    (:mod:`builtin_schemas`) tell reliably: their scalars are typed as the Python client
+    types them (a Quantity is a string there, though kube also takes a number for it). And
+    it is what every reader of a stored object relies on, walking its objects and lists;
+    a Pod whose ``status`` is a list would break each of them. ``metadata`` is checked by
+    the registry and :func:`strategies.validate_metadata`, in kube's words.
+    """
+    errors: list[_Error] = []
+    for key, value in obj.items():
+        if key != "metadata":
+            _shape(value, _field_schema(schema, key), key, errors)
+    return [_to_cause(e, "") for e in errors]
+
+
+def _shape(value: Any, schema: Schema | None, name: str, errors: list[_Error]) -> None:
+    kind = schema.get("type") if schema else None
+    if value is None or not isinstance(kind, str):
+        return
+    actual = _json_type(value)
+    if kind in ("object", "array"):
+        if actual != kind:
+            errors.append(_type_error(name, kind, actual))
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                _shape(item, _field_schema(schema, key), _field_child(name, str(key)), errors)
+        else:
+            items = _items(schema)
+            for i, item in enumerate(value):
+                _shape(item, items, f"{name}[{i}]", errors)
+    elif actual in ("object", "array"):
+        errors.append(_type_error(name, kind, actual))
+
+
 def prune_metadata(obj: dict[str, Any]) -> list[str]:
     """Remove unknown fields of the root ``metadata`` (ObjectMeta and its owner
     references), returning their paths (``metadata.foo``) as :func:`prune` does.

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import ssl
 import time
 from collections.abc import Callable, Mapping
@@ -629,7 +630,13 @@ def _status_response(exc: errors.ApiError) -> web.Response:
 
 def _warning(text: str) -> str:
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    # A control character (a field named "\x1f" in an unknown-field warning) would make the
+    # header invalid, and the whole response with it: written as Go's %q writes it.
+    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", escaped)
     return f'299 - "{escaped}"'
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _wants_table(accept: str) -> bool:
