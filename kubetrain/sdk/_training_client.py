@@ -18,6 +18,7 @@ Must not: print, or import the command line.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
@@ -327,6 +328,10 @@ class TrainingClient:
                     )
                     break
         if failure is None:
+            # The failed pod may be gone already (replaced before this wait could read it); the
+            # operator's ExitedWithCode event on the job still says who exited with what.
+            failure = self._run(self._exited(job, kind))
+        if failure is None:
             return
         tail: list[str] = []
         if failure.pod is not None:
@@ -440,6 +445,33 @@ class TrainingClient:
                     return pods
                 await changes.wait()
 
+    async def _exited(self, job: Job, kind: type[api.JobKind]) -> _status.Failure | None:
+        """The latest ``ExitedWithCode`` event on ``job`` as a failure (upstream's message:
+        ``Pod: <namespace>.<pod> exited with code <n>``)."""
+        name, namespace = _status.name_of(job), str(_status.dig(job, "metadata", "namespace"))
+        listed = await self._conn.client.list_all(
+            EVENTS,
+            namespace=namespace,
+            field_selector=f"involvedObject.name={name},reason=ExitedWithCode",
+        )
+        events = [_status.event_of(o) for o in listed.get("items") or []]
+        for event in reversed(_status.sorted_events(events)):
+            found = _EXITED.fullmatch(event.message.strip())
+            if event.involved_object_kind != kind.KIND or found is None:
+                continue
+            pod, code = found["pod"], int(found["code"])
+            if code == 0:
+                continue
+            replica = pod[len(name) + 1 :] if pod.startswith(f"{name}-") else pod
+            return _status.Failure(
+                f"{kind.KIND} {namespace}/{name}: replica {replica} (pod {pod}) exited with "
+                f"code {code}",
+                replica,
+                pod,
+                code,
+            )
+        return None
+
     async def _events(
         self, name: str, namespace: str, kind: type[api.JobKind]
     ) -> dict[str, list[str]]:
@@ -455,6 +487,9 @@ class TrainingClient:
                     f"{when} {event.message}".strip()
                 )
         return found
+
+
+_EXITED: Final = re.compile(r"Pod: [^.]+\.(?P<pod>\S+) exited with code (?P<code>-?\d+)")
 
 
 def _args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
