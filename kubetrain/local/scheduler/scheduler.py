@@ -14,8 +14,10 @@ What it writes:
 
 - a ``pods/binding`` (a v1 Binding, with the pod's uid as precondition) per pod placed, and a
   Normal ``Scheduled`` event "Successfully assigned ns/pod to node". A gang's pods are bound
-  together in one cycle. A bind is never repeated: a pod it bound counts as bound (kube's
-  "assumed" pods) until the watch shows its node, and a 409 means it is bound already;
+  together in one cycle. A bind is never repeated once answered: a pod it bound counts as
+  bound (kube's "assumed" pods) until the watch shows its node, and a 409 means it is bound
+  already. One whose answer was lost is sent again at once (the 409 tells it got through),
+  and only when that fails too is it assumed done for ``ASSUME_TTL``;
 - for a pod that waits, ``PodScheduled=False`` reason ``Unschedulable`` with kube's message
   through ``pods/status``, and a Warning ``FailedScheduling`` event, both only when the
   message differs from what the pod shows (or what this scheduler just wrote): a repeated
@@ -80,6 +82,7 @@ RESOURCE_QUOTAS: Final = kube.Resource("", "v1", "resourcequotas", kind="Resourc
 EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 POD_GROUP_KINDS: Final = (gangs.COSCHEDULING, gangs.VOLCANO)
 ASSUME_TTL: Final = 30.0  # seconds a bind whose answer was lost counts as done
+BIND_ATTEMPTS: Final = 3  # sends of one bind whose answer is lost, before assuming it done
 TERMINAL: Final = frozenset({"Succeeded", "Failed"})
 
 
@@ -501,29 +504,40 @@ class Scheduler:
     async def _bind(self, pod: dict[str, Any], node: str, now: float) -> bool:
         namespace, name = _key(pod)
         uid = _uid(pod)
-        try:
-            await self.client.create(
-                PODS,
-                events.binding(pod, node),
-                namespace=namespace,
-                name=name,
-                subresource="binding",
-            )
-        except (kube.Conflict, kube.AlreadyExists):
-            log.info(
-                "pod %s/%s is bound already (or was replaced); not binding it", namespace, name
-            )
-            return False
-        except kube.NotFound:
-            return False
-        except kube.Unavailable as exc:
-            # the bind may have happened: count it as done until the watch says otherwise
-            log.warning("binding %s/%s to %s: %s", namespace, name, node, exc)
-            self._assumed[uid] = (node, now + ASSUME_TTL)
-            return False
-        except kube.ApiError as exc:
-            log.warning("binding %s/%s to %s failed: %s", namespace, name, node, exc)
-            return False
+        for attempt in range(BIND_ATTEMPTS):
+            try:
+                await self.client.create(
+                    PODS,
+                    events.binding(pod, node),
+                    namespace=namespace,
+                    name=name,
+                    subresource="binding",
+                )
+            except (kube.Conflict, kube.AlreadyExists):
+                if attempt:  # after a lost answer: most likely that bind got through
+                    self._assumed[uid] = (node, now + ASSUME_TTL)
+                log.info(
+                    "pod %s/%s is bound already (or was replaced); not binding it", namespace, name
+                )
+                return False
+            except kube.NotFound:
+                return False
+            except kube.Unavailable as exc:
+                # The bind may have happened. Sending the same one again finds out (a bound
+                # pod answers 409), instead of leaving the pod unbound for ASSUME_TTL when the
+                # request never reached the server.
+                if attempt + 1 < BIND_ATTEMPTS:
+                    log.warning("binding %s/%s to %s: %s; asking again", namespace, name, node, exc)
+                    await asyncio.sleep(self.settings.retry_initial * 2**attempt)
+                    continue
+                # still no answer: count it as done until the watch says otherwise
+                log.warning("binding %s/%s to %s: %s", namespace, name, node, exc)
+                self._assumed[uid] = (node, now + ASSUME_TTL)
+                return False
+            except kube.ApiError as exc:
+                log.warning("binding %s/%s to %s failed: %s", namespace, name, node, exc)
+                return False
+            break
         self._assumed[uid] = (node, now + ASSUME_TTL)
         self._shown.pop(uid, None)
         log.info("bound %s/%s to %s", namespace, name, node)

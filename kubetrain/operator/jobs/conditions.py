@@ -8,8 +8,12 @@
 - ``Running`` and ``Restarting`` exclude each other; setting ``Succeeded`` or ``Failed`` turns
   a ``Running`` condition False.
 
-One difference, on purpose: when ``Running`` is turned False that way, its
-``lastTransitionTime`` moves to now (upstream leaves the old one, which misdates the change).
+Two differences, on purpose: when ``Running`` is turned False that way, its
+``lastTransitionTime`` moves to now (upstream leaves the old one, which misdates the change);
+and ``Succeeded`` or ``Failed`` turns a ``Restarting`` condition False too. Upstream leaves it
+True, so a job whose replacement pod ran and ended between two reconciles (never seen
+Running) shows Restarting forever next to Succeeded; upstream's own end-to-end check wants
+Restarting not True on a finished job.
 
 Works on the wire form (a status dict) in place; pure: the time comes in as an argument.
 """
@@ -60,7 +64,8 @@ def set_condition(
         if other == type_ or _excludes(type_, other):
             continue
         ends = type_ in (reasons.SUCCEEDED, reasons.FAILED)
-        if ends and other == reasons.RUNNING and condition.get("status") != "False":
+        stopped = other in (reasons.RUNNING, reasons.RESTARTING)
+        if ends and stopped and condition.get("status") != "False":
             condition = {
                 **condition,
                 "status": "False",
