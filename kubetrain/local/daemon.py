@@ -48,7 +48,7 @@ from typing import Any
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
-from kubetrain.local import gc, namespaces
+from kubetrain.local import eventttl, gc, namespaces
 from kubetrain.local.apiserver import (
     bootstrap,
     crds,
@@ -186,6 +186,7 @@ def components(reg: registry.Registry, kubeconfig: str) -> list[Component]:
             "garbage-collector", kubeconfig, gc.run, user_agent="generic-garbage-collector"
         ),
         client_component("namespace-controller", kubeconfig, namespaces.run),
+        client_component("event-expiry", kubeconfig, eventttl.run, user_agent="kube-apiserver"),
     ]
 
 

@@ -1,0 +1,101 @@
+"""Events expire: the local control plane deletes Events older than an hour, as kube-apiserver
+does with ``--event-ttl`` (1h by default; etcd leases there, a sweep here).
+
+Without it, every pod start, restart and job leaves Events that a long-lived ``kubetrain up``
+keeps for ever: the store and the API server's memory grow with the history of every job.
+
+An ordinary API client, like the other controllers: it lists Events in pages, judges each by
+its latest time (``lastTimestamp``, else ``eventTime``, else ``firstTimestamp``, else its
+creation), and deletes the expired ones with uid and resourceVersion preconditions, so an Event
+updated (count+1) since the list is kept. Must not: delete anything but Events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from kubetrain import kube
+
+log = logging.getLogger(__name__)
+
+EVENTS = kube.Resource("", "v1", "events", kind="Event")
+TIME_FIELDS = ("lastTimestamp", "eventTime", "firstTimestamp")
+
+
+@dataclass(frozen=True)
+class Settings:
+    ttl: float = 3600.0  # seconds an Event lives after its last occurrence
+    every: float = 60.0  # seconds between sweeps
+
+
+def last_seen(event: Mapping[str, Any]) -> datetime | None:
+    """When the Event last happened, as far as it says."""
+    candidates = [event.get(name) for name in TIME_FIELDS]
+    candidates.append((event.get("metadata") or {}).get("creationTimestamp"))
+    for value in candidates:
+        if isinstance(value, str) and value:
+            try:
+                when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                continue
+            return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return None
+
+
+def expired(event: Mapping[str, Any], now: datetime, ttl: float) -> bool:
+    when = last_seen(event)
+    return when is not None and now - when > timedelta(seconds=ttl)
+
+
+async def sweep(
+    client: kube.Client,
+    settings: Settings,
+    now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+) -> int:
+    """Delete every expired Event once; returns how many were deleted."""
+    listed = await client.list_all(EVENTS)
+    deleted = 0
+    moment = now()
+    for event in listed.get("items") or []:
+        if not expired(event, moment, settings.ttl):
+            continue
+        meta = event.get("metadata") or {}
+        try:
+            await client.delete(
+                EVENTS,
+                meta["name"],
+                namespace=meta.get("namespace"),
+                preconditions={
+                    k: v
+                    for k, v in (
+                        ("uid", meta.get("uid")),
+                        ("resourceVersion", meta.get("resourceVersion")),
+                    )
+                    if isinstance(v, str)
+                },
+            )
+        except (kube.NotFound, kube.Conflict):
+            continue  # gone already, or recreated/updated since the list
+        deleted += 1
+    return deleted
+
+
+async def run(client: kube.Client, settings: Settings | None = None) -> None:
+    """Sweep every ``settings.every`` seconds until cancelled; a failed sweep is retried at the
+    next one."""
+    settings = settings or Settings()
+    log.info("event expiry starting: events live %.0fs after they last happen", settings.ttl)
+    while True:
+        try:
+            count = await sweep(client, settings)
+        except kube.ApiError as exc:
+            log.warning("event expiry: %s; trying again in %.0fs", exc, settings.every)
+        else:
+            if count:
+                log.info("event expiry: deleted %d expired event(s)", count)
+        await asyncio.sleep(settings.every)
