@@ -14,45 +14,16 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-_SDK_NAMES = frozenset(
-    {
-        "Annotations",
-        "CommandTrainer",
-        "CustomTrainer",
-        "Event",
-        "HuggingFaceDatasetInitializer",
-        "HuggingFaceModelInitializer",
-        "Initializer",
-        "InvalidTrainer",
-        "JobFailedError",
-        "KubernetesBackendConfig",
-        "Labels",
-        "LocalBackendConfig",
-        "Name",
-        "NotFoundError",
-        "Runtime",
-        "RuntimeKind",
-        "RuntimeTrainer",
-        "S3DatasetInitializer",
-        "S3ModelInitializer",
-        "SdkError",
-        "Step",
-        "TrainJob",
-        "TrainerClient",
-        "TrainerType",
-        "TrainingClient",
-        "WaitTimeout",
-    }
-)
-
 
 def __getattr__(name: str) -> Any:
     if name == "report":  # kubetrain.report(progress=..., metrics=...), from a training process
         return importlib.import_module("kubetrain.progress").report
-    if name in _SDK_NAMES:  # imported by name at run time: lower layers import this package
-        return getattr(importlib.import_module("kubetrain.sdk"), name)
+    if not name.startswith("_"):  # the SDK's public names, whose list is kubetrain.sdk.__all__
+        sdk = importlib.import_module("kubetrain.sdk")  # by name: lower layers import this one
+        if name in sdk.__all__:
+            return getattr(sdk, name)
     raise AttributeError(f"module 'kubetrain' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_SDK_NAMES, "report"})
+    return sorted({*globals(), *importlib.import_module("kubetrain.sdk").__all__, "report"})
