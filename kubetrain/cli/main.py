@@ -10,38 +10,50 @@ usage.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from types import ModuleType
 from typing import NoReturn
 
 import kubetrain
-from kubetrain.cli import (
-    apiserver,
-    apply,
-    completion,
-    crds,
-    delete,
-    down,
-    events,
-    get,
-    kubeconfig,
-    listing,
-    logs,
-    node,
-    operator,
-    run,
-    status,
-    submit,
-    suspend,
-    top,
-    up,
-    validate,
-    wait,
-)
 
-COMMANDS = (validate, crds, up, down, status, kubeconfig, apiserver, node, operator)
-COMMANDS += (run, submit, apply, listing, get, logs, events, delete, suspend, wait, top, completion)
+# Verb (and alias) -> the command module that registers it, in help order. Only the module of
+# the verb being run is imported: the control-plane verbs pull in the operator, node agent and
+# scheduler, which `kubetrain list` has no use for.
+VERBS: dict[str, str] = {
+    "validate": "validate",
+    "crds": "crds",
+    "up": "up",
+    "down": "down",
+    "status": "status",
+    "kubeconfig": "kubeconfig",
+    "apiserver": "apiserver",
+    "node": "node",
+    "operator": "operator",
+    "run": "run",
+    "submit": "submit",
+    "apply": "apply",
+    "list": "listing",
+    "ls": "listing",
+    "get": "get",
+    "describe": "get",
+    "logs": "logs",
+    "log": "logs",
+    "events": "events",
+    "delete": "delete",
+    "rm": "delete",
+    "suspend": "suspend",
+    "resume": "suspend",
+    "wait": "wait",
+    "top": "top",
+    "completion": "completion",
+}
+
+
+def _command(module: str) -> ModuleType:
+    return importlib.import_module(f"kubetrain.cli.{module}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -55,7 +67,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {line}; see `{self.prog} --help`\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
+    """The parser for every verb, or for ``verb`` alone when it is a known one."""
     parser = _Parser(
         prog="kubetrain",
         description="Kubeflow training jobs on any Kubernetes API, or on this machine.",
@@ -65,14 +78,26 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="show tracebacks of unexpected errors"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for command in COMMANDS:
-        command.register(subparsers)
+    modules = [VERBS[verb]] if verb in VERBS else list(dict.fromkeys(VERBS.values()))
+    for module in modules:
+        _command(module).register(subparsers)
     return parser
 
 
+def _verb(argv: Sequence[str]) -> str | None:
+    """The verb of a command line: its first word that is not a top-level option."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+        if word in ("-h", "--help", "--version"):
+            return None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_verb(words))
+    args = parser.parse_args(words)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2

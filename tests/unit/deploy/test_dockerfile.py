@@ -129,9 +129,13 @@ def installed_without_extras() -> set[str]:
     return found
 
 
+# Top-level modules the operator imported, less namespace packages (no ``__file__``): an
+# optional import such as kubernetes' ``import google.auth`` leaves an empty ``google`` behind
+# where another package (protobuf) provides the namespace, and fails harmlessly without it.
 IMPORTS = (
     "import sys; from kubetrain.cli import main; main.build_parser().parse_args(['operator']); "
-    "print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))"
+    "print(' '.join(sorted({name.split('.')[0] for name, module in list(sys.modules.items()) "
+    "if '.' in name or getattr(module, '__file__', None) or name in sys.builtin_module_names})))"
 )
 
 
