@@ -116,7 +116,19 @@ class _Family(Generic[C]):
         raise NotImplementedError
 
 
-class Counter(_Family[_Counter]):
+class _Valued(_Family[C]):
+    """A family whose children each hold one number: counters and gauges."""
+
+    @property
+    def value(self) -> float:
+        return self._only().value
+
+    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
+        for values, child in sorted(self.children.items()):
+            yield self.name, dict(zip(self.label_names, values, strict=True)), child.value
+
+
+class Counter(_Valued[_Counter]):
     type = "counter"
 
     def _new(self) -> _Counter:
@@ -125,16 +137,8 @@ class Counter(_Family[_Counter]):
     def inc(self, amount: float = 1.0) -> None:
         self._only().inc(amount)
 
-    @property
-    def value(self) -> float:
-        return self._only().value
 
-    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
-        for values, child in sorted(self.children.items()):
-            yield self.name, dict(zip(self.label_names, values, strict=True)), child.value
-
-
-class Gauge(_Family[_Gauge]):
+class Gauge(_Valued[_Gauge]):
     type = "gauge"
 
     def _new(self) -> _Gauge:
@@ -142,14 +146,6 @@ class Gauge(_Family[_Gauge]):
 
     def set(self, value: float) -> None:
         self._only().set(value)
-
-    @property
-    def value(self) -> float:
-        return self._only().value
-
-    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
-        for values, child in sorted(self.children.items()):
-            yield self.name, dict(zip(self.label_names, values, strict=True)), child.value
 
 
 class Histogram(_Family[_Histogram]):
