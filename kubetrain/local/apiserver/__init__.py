@@ -29,5 +29,6 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``tls``        the CA, serving certificate, bearer token and kubeconfig (files 0600)
 - ``nodeproxy``  ``pods/log`` and ``pods/exec`` forwarded to the pod's node, and the contract
                  a node agent serves them by
+- ``metrics``    ``metrics.k8s.io`` (``kubectl top``) from the nodes' ``/stats/summary``
 - ``server``     the aiohttp application: routing, auth, TLS, Status errors
 """

@@ -1,6 +1,8 @@
 """Discovery documents: what kubectl and client libraries read to learn the served resources.
 
-Both forms kube-apiserver serves are built from the one resource table (:mod:`resources`):
+Both forms kube-apiserver serves are built from the one resource table (:mod:`resources`),
+followed by the groups the server answers without storing anything (:data:`UNSTORED`: the
+``metrics.k8s.io`` of :mod:`metrics`, listed last, where kube lists an aggregated API):
 
 - the legacy documents (``/api`` APIVersions, ``/apis`` APIGroupList, ``/apis/<g>``
   APIGroup, ``/api/v1`` and ``/apis/<g>/<v>`` APIResourceList);
@@ -15,9 +17,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.local.apiserver import resources
+from kubetrain.local.apiserver import metrics, resources
 
 AGGREGATED_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+UNSTORED: tuple[resources.Resource, ...] = metrics.ROWS
+
+
+def group_versions(catalog: resources.Catalog) -> list[tuple[str, list[str]]]:
+    """The catalog's (group, versions), then those of :data:`UNSTORED`."""
+    found = catalog.group_versions()
+    for r in UNSTORED:
+        for group, versions in found:
+            if group == r.group:
+                if r.version not in versions:
+                    versions.append(r.version)
+                break
+        else:
+            found.append((r.group, [r.version]))
+    return found
+
+
+def in_group_version(
+    catalog: resources.Catalog, group: str, version: str
+) -> list[resources.Resource]:
+    """The catalog's resources in a group-version, then those of :data:`UNSTORED`."""
+    rows = catalog.in_group_version(group, version)
+    return rows + [r for r in UNSTORED if r.group == group and r.version == version]
 
 
 def wants_aggregated(accept: str) -> bool:
@@ -51,12 +76,12 @@ def _group_doc(group: str, versions: list[str]) -> dict[str, Any]:
 
 
 def api_group_list(catalog: resources.Catalog) -> dict[str, Any]:
-    groups = [_group_doc(g, vs) for g, vs in catalog.group_versions() if g]
+    groups = [_group_doc(g, vs) for g, vs in group_versions(catalog) if g]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
 def api_group(catalog: resources.Catalog, group: str) -> dict[str, Any] | None:
-    for g, versions in catalog.group_versions():
+    for g, versions in group_versions(catalog):
         if g == group and g:
             return {"kind": "APIGroup", "apiVersion": "v1", **_group_doc(g, versions)}
     return None
@@ -65,7 +90,7 @@ def api_group(catalog: resources.Catalog, group: str) -> dict[str, Any] | None:
 def api_resource_list(
     catalog: resources.Catalog, group: str, version: str
 ) -> dict[str, Any] | None:
-    rows = catalog.in_group_version(group, version)
+    rows = in_group_version(catalog, group, version)
     if not rows:
         return None
     out: list[dict[str, Any]] = []
@@ -133,7 +158,7 @@ def _v2_resource(r: resources.Resource) -> dict[str, Any]:
 def aggregated(catalog: resources.Catalog, *, core: bool) -> dict[str, Any]:
     """APIGroupDiscoveryList for ``/api`` (core) or ``/apis`` (every named group)."""
     items = []
-    for group, versions in catalog.group_versions():
+    for group, versions in group_versions(catalog):
         if bool(group) == core:
             continue
         items.append(
@@ -142,7 +167,7 @@ def aggregated(catalog: resources.Catalog, *, core: bool) -> dict[str, Any]:
                 "versions": [
                     {
                         "version": v,
-                        "resources": [_v2_resource(r) for r in catalog.in_group_version(group, v)],
+                        "resources": [_v2_resource(r) for r in in_group_version(catalog, group, v)],
                         "freshness": "Current",
                     }
                     for v in versions

@@ -1,5 +1,6 @@
 """Pod subresources the pod's node serves: ``pods/log`` and ``pods/exec`` forwarded to the node
-agent, as kube-apiserver forwards them to the kubelet.
+agent, as kube-apiserver forwards them to the kubelet; and the node's usage statistics, which
+:mod:`.metrics` reads as metrics-server reads the kubelet's.
 
 What it owns: finding where a container lives (the pod, the container, the pod's node, the
 node's endpoint), translating the API request into the node's request, relaying the answer
@@ -62,6 +63,15 @@ request). Each side answers pings. The API server relays messages unchanged in b
 directions; when its client goes away it closes the node's connection, and the node then ends
 the process (its whole process group).
 
+**Stats.** ``GET /stats/summary`` answers 200 with the kubelet's ``statsapi.Summary`` as JSON:
+``node`` (``nodeName``, ``startTime``, ``cpu``, ``memory``) and ``pods[]`` (``podRef`` with
+``name``, ``namespace`` and ``uid``; ``startTime``; ``containers[]`` with ``name``,
+``startTime``, ``cpu`` and ``memory``), where ``cpu`` is ``{time, usageNanoCores,
+usageCoreNanoSeconds}`` and ``memory`` is ``{time, usageBytes, workingSetBytes, rssBytes}``
+(the node's memory has ``availableBytes`` too), times as ``metav1.Time``. ``usageNanoCores`` is
+the rate over the node's last sampling window and is absent until there is one. Only running
+containers appear. :meth:`NodeProxy.summary` reads it within :data:`STATS_TIMEOUT`.
+
 ``pods/attach`` and ``pods/portforward`` are not in the contract yet; the API server answers
 them with 400.
 """
@@ -95,6 +105,7 @@ log = logging.getLogger(__name__)
 
 LOG_PATH: Final = "/containerLogs/{namespace}/{pod}/{container}"
 EXEC_PATH: Final = "/exec/{namespace}/{pod}/{container}"
+STATS_PATH: Final = "/stats/summary"
 ADDRESS_TYPES: Final = ("InternalIP", "ExternalIP", "Hostname")  # kubeadm's preference order
 DEFAULT_NODE_PORT: Final = 10250  # the kubelet's port, used when a Node does not say
 SUBPROTOCOLS: Final = ("v5.channel.k8s.io", "v4.channel.k8s.io")  # preferred first
@@ -110,6 +121,7 @@ NODE_TIMEOUT: Final = 30.0  # seconds to connect and get headers; also the idle 
 HEARTBEAT: Final = 30.0  # seconds between WebSocket pings to each side of an exec
 DISCONNECT_TICK: Final = 1.0  # how often a quiet log stream checks that its client is there
 _TIMEOUTS: Final = (TimeoutError, asyncio.TimeoutError)  # distinct classes before Python 3.11
+STATS_TIMEOUT: Final = 10.0  # seconds a node may take to answer /stats/summary (metrics-server's)
 MAX_ERROR_BODY: Final = 50_000  # bytes of a node's error message kept (kube's maxReadLength)
 TEXT: Final = "text/plain"
 SPDY_REFUSED: Final = (
@@ -547,6 +559,37 @@ class NodeProxy:
 
     async def _endpoint(self, node: str) -> Endpoint:
         return node_endpoint(await self._object("nodes", None, node))
+
+    # -- stats ----------------------------------------------------------------------------
+
+    async def summary(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        """The node's ``/stats/summary`` (see the contract); an :class:`errors.ApiError`
+        (500, or 503 while shutting down) says why there is none."""
+        name = str((node.get("metadata") or {}).get("name") or "")
+        url = node_endpoint(node).url(STATS_PATH)
+        limit = min(self.timeout, STATS_TIMEOUT)
+        try:
+            async with _aio.timeout(limit):
+                response = await self._session().get(
+                    yarl.URL(url, encoded=True), allow_redirects=False
+                )
+                try:
+                    if response.status != 200:
+                        text = await self._error_text(response)
+                        raise errors.internal(
+                            f"node {name} answered {response.status} to {STATS_PATH}: "
+                            f"{text.strip()[:200]}"
+                        )
+                    doc = await response.json(content_type=None)
+                finally:
+                    response.release()
+        except _TIMEOUTS as exc:
+            raise errors.internal(f'Get "{url}": no answer within {limit:.0f}s') from exc
+        except (aiohttp.ClientError, OSError, ValueError) as exc:
+            raise errors.internal(f'Get "{url}": {_describe(exc)}') from exc
+        if not isinstance(doc, dict):
+            raise errors.internal(f"node {name}: {STATS_PATH} is not a Summary object")
+        return doc
 
     # -- log ------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from aiohttp import web
 from kubetrain.local.apiserver import (
     discovery,
     errors,
+    metrics,
     nodeproxy,
     openapi,
     protobuf,
@@ -112,6 +113,7 @@ class ApiServer:
     ) -> None:
         self.registry = reg
         self.nodes = nodeproxy.NodeProxy(reg, token=token, ssl_context=node_tls)
+        self.metrics = metrics.Metrics(reg, self.nodes, clock=clock)
         self.catalog = reg.catalog
         self.token = token
         self.max_body = max_body
@@ -224,6 +226,15 @@ class ApiServer:
             target = parse_path(parts[2:])
             if target is None:
                 raise errors.path_not_found()
+            if group == metrics.GROUP and target.version == metrics.VERSION:
+                return await self.metrics.serve(
+                    request,
+                    plural=target.plural,
+                    namespace=target.namespace,
+                    name=target.name,
+                    subresource=target.subresource,
+                    watch=target.watch_path,
+                )
             return await self._resource(request, dataclasses.replace(target, group=group))
         raise errors.path_not_found()
 

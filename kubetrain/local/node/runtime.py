@@ -33,6 +33,10 @@ Behaviour worth knowing:
   enforced).
 - **Memory limits**: a cgroup v2 memory controller where the node may write one, else the shim's
   watchdog over the container's process tree (see :mod:`~kubetrain.local.node.memory`).
+- **CPU limits** are not the runtime's: the pod's worker enforces them on the processes
+  :meth:`Runtime.processes` names (see :mod:`~kubetrain.local.node.cpulimit`). Because that
+  may leave a container stopped (SIGSTOP) for a moment, :meth:`Runtime.stop` follows its
+  SIGTERM with a SIGCONT.
 - **Exit reasons**: ``Completed``, ``Error``, ``OOMKilled``, ``ContainerCannotRun`` (see the shim),
   and ``ContainerStatusUnknown`` (exit code 137) when the shim was killed and the container then
   ended unobserved, so its real status can no longer be known.
@@ -150,6 +154,18 @@ class ContainerState:
     @property
     def running(self) -> bool:
         return self.exit_code is None
+
+
+@dataclass(frozen=True)
+class Processes:
+    """Where a running attempt's processes are: its main process, and the shim above it (the
+    subreaper that adopts whatever the container orphans; None once the shim is gone), each
+    with its start time (:func:`proctree.alive`)."""
+
+    pid: int
+    start: int
+    shim_pid: int | None = None
+    shim_start: int | None = None
 
 
 class StartError(KubetrainError):
@@ -435,13 +451,17 @@ class Runtime:
             "userns": os.geteuid() != 0,
             "memoryLimit": spec.memory_limit,
             "cgroup": (
-                os.path.join(self.cgroup, f"{id.pod_uid}_{id.name}_{id.attempt}")
-                if spec.memory_limit and self.cgroup
-                else ""
+                self.attempt_cgroup(id, self.cgroup) if spec.memory_limit and self.cgroup else ""
             ),
             "gpus": list(spec.gpus),
             "logMaxBytes": self.settings.log_max_bytes,
         }
+
+    @staticmethod
+    def attempt_cgroup(id: ContainerId, base: str) -> str:
+        """The cgroup of one attempt under ``base``: the memory limit's, and the CPU limit's
+        (:mod:`~kubetrain.local.node.cpulimit`), one directory for both."""
+        return os.path.join(base, f"{id.pod_uid}_{id.name}_{id.attempt}")
 
     def _environment(self, spec: ContainerSpec) -> dict[str, str]:
         env = dict(spec.env)
@@ -603,12 +623,24 @@ class Runtime:
         self._signal(id, signal.SIGKILL)
         return await self.wait(id)
 
+    def processes(self, id: ContainerId) -> Processes | None:
+        """The processes of a running attempt (None once it has ended), for the node's usage
+        statistics and CPU limits."""
+        raw = shim.read_state(self.attempt_dir(id)) or {}
+        if "exitCode" in raw or "pid" not in raw or not _alive(raw, ""):
+            return None
+        if _alive(raw, "shim"):
+            return Processes(raw["pid"], raw["start"], raw["shimPid"], raw["shimStart"])
+        return Processes(raw["pid"], raw["start"])
+
     def _signal(self, id: ContainerId, sig: int) -> None:
         raw = shim.read_state(self.attempt_dir(id)) or {}
         if "exitCode" in raw or "pid" not in raw or not _alive(raw, ""):
             return
         pid = raw["pid"]
         proctree.kill_group(pid, sig)
+        if sig != signal.SIGKILL:  # a group the CPU throttler stopped must see the signal now
+            proctree.kill_group(pid, signal.SIGCONT)
         if sig == signal.SIGKILL and not _alive(raw, "shim"):
             proctree.kill_all(proctree.descendants(pid), sig)  # no shim left to end the rest
 

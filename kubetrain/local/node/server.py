@@ -9,14 +9,18 @@ server (the contract is in :mod:`kubetrain.local.apiserver.nodeproxy`'s docstrin
   ``v4.channel.k8s.io``: stdin in, stdout and stderr out, one ``metav1.Status`` on channel 3
   when the command ends, then a close (1000). A client that goes away ends the command's whole
   process group.
+- ``GET /stats/summary``: the kubelet's Summary API (``statsapi.Summary`` JSON: the node's and
+  each running container's CPU and memory) from the latest sample of :mod:`.stats`, which this
+  server keeps taking every ``stats_interval`` seconds while it serves.
 
 Every request must carry ``Authorization: Bearer <token>`` (the API server's token), compared
 in constant time; anything else gets 401. The certificate is issued by the control plane's CA
 when the agent is given it (:func:`tls_context`); otherwise a CA of the node's own is made and
 the API server must be told to trust it.
 
-Owns: HTTP, the channel protocol and the choice of log attempt. Must not: run processes or read
-log files itself (:mod:`.runtime` and :mod:`.logs` do), or know how pods are synced.
+Owns: HTTP, the channel protocol, the choice of log attempt, and the sampler's task. Must not:
+run processes, read log files or /proc itself (:mod:`.runtime`, :mod:`.logs` and :mod:`.stats`
+do), or know how pods are synced.
 """
 
 from __future__ import annotations
@@ -33,14 +37,14 @@ import ssl
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import aiohttp
 from aiohttp import web
 
 from kubetrain import _aio
 from kubetrain.local.apiserver import errors, nodeproxy, tls
-from kubetrain.local.node import logs, runtime, settings, status
+from kubetrain.local.node import logs, runtime, settings, stats, status
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +65,15 @@ class Pods(Protocol):
     status the agent last computed."""
 
     def pod_by_name(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+@runtime_checkable
+class Described(Protocol):
+    """An agent that also tells its node's name and settings (:class:`~.agent.Agent` does):
+    the statistics name the node and sample at its ``stats_interval``."""
+
+    name: str
+    settings: settings.Settings
 
 
 class Refused(Exception):
@@ -145,7 +158,8 @@ def _container_id(text: Any) -> runtime.ContainerId | None:
 
 class NodeServer:
     """The endpoint of one node. ``read`` is the log reader (:func:`logs.read`; tests give
-    another)."""
+    another). The node's name and sampling interval are given, or else read from ``pods``
+    when it is the agent (:class:`Described`)."""
 
     def __init__(
         self,
@@ -155,12 +169,21 @@ class NodeServer:
         token: str,
         read: LogReader = logs.read,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+        node_name: str = "",
+        stats_interval: float | None = None,
     ) -> None:
         self.runtime = node_runtime
         self.pods = pods
         self.token = token
         self.read = read
         self.clock = clock
+        described = pods if isinstance(pods, Described) else None
+        self.node_name = node_name or (described.name if described else "")
+        if stats_interval is None:
+            stats_interval = (
+                described.settings.stats_interval if described else settings.DEFAULT_STATS_INTERVAL
+            )
+        self.stats = stats.Sampler(node_runtime, interval=stats_interval, clock=clock)
         self._runner: web.AppRunner | None = None
         if not token:
             log.warning("the node endpoint has no token: it will refuse every request")
@@ -169,7 +192,19 @@ class NodeServer:
         app = web.Application(middlewares=[self._authenticate])
         app.router.add_get(nodeproxy.LOG_PATH, self._logs)
         app.router.add_get(nodeproxy.EXEC_PATH, self._exec)
+        app.router.add_get(nodeproxy.STATS_PATH, self._summary)
+        app.cleanup_ctx.append(self._sampling)
         return app
+
+    async def _sampling(self, app: web.Application) -> AsyncIterator[None]:
+        """The sampler runs while the server does: started with it, cancelled (and waited
+        for) when it closes."""
+        task = asyncio.create_task(self.stats.run(), name="node stats")
+        try:
+            yield
+        finally:
+            task.cancel()
+            await asyncio.wait({task})
 
     async def start(self, host: str, port: int, context: ssl.SSLContext | None) -> int:
         """Serve on ``host:port`` (0: a free port); returns the port."""
@@ -299,6 +334,13 @@ class NodeServer:
         raise Refused(
             400, f'container "{container}" in pod "{name}" is waiting to start - no logs yet'
         )
+
+    # -- stats --------------------------------------------------------------------------------
+
+    async def _summary(self, request: web.Request) -> web.StreamResponse:
+        snapshot = await self.stats.current()
+        body = stats.summary(self.node_name, self.stats.started, snapshot)
+        return web.json_response(body)
 
     # -- exec ---------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from kubetrain.kube import watch
 KUBELET_VERSION: Final = "v1.32.0-kubetrain"
 DEFAULT_ADDRESS: Final = "127.0.0.1"
 DEFAULT_PODS: Final = 110  # the kubelet's default maxPods
+DEFAULT_STATS_INTERVAL: Final = 10.0  # seconds; the kubelet's housekeeping is 10 s too
 CLUSTER_DOMAIN: Final = "cluster.local"
 
 
@@ -55,6 +56,12 @@ class Settings:
     retry_initial: float = 0.5  # API and start failures are retried with this back-off ...
     retry_max: float = 10.0  # ... up to this
     orphan_grace: float = 2.0  # grace for processes of a pod that vanished from the API
+    # how often every running container's CPU and memory are sampled (/stats/summary)
+    stats_interval: float = DEFAULT_STATS_INTERVAL
+    # resources.limits.cpu: "auto" = a cgroup v2 cpu.max where the node may write one, else
+    # the throttler (SIGSTOP/SIGCONT); "throttle" = always the throttler; "off" = not enforced
+    cpu_limits: Literal["auto", "throttle", "off"] = "auto"
+    cpu_limit_period: float = 0.1  # the throttler's look at a limited container: this often
     watch: watch.Settings = field(default_factory=watch.Settings)
     # passed to the runtime
     path_prefix: tuple[str, ...] | None = None  # None: the runtime's default (this Python's bin)

@@ -8,10 +8,12 @@ as ``restartPolicy`` says, with the kubelet's crash back-off (none for the first
 ``backoff_reset``); keep a container that cannot be created from its spec (no ``command``:
 images are not pulled here) waiting as ``CreateContainerError``, tried again with the same
 doubling back-off, the pod Pending, as the kubelet does, so no controller sees a failed pod
-to replace; enforce ``activeDeadlineSeconds``; write the status when it changed, then the
-events. A deleted pod's containers are stopped within its grace period, the Pod is deleted
-for good (grace 0, uid precondition, as the kubelet finishes a graceful delete), and its
-directory removed. A pod that vanished from the API has its processes stopped and removed.
+to replace; enforce ``activeDeadlineSeconds``; hold running containers to their
+``resources.limits.cpu`` (:mod:`.cpulimit`, one task per limited container); write the status
+when it changed, then the events. A deleted pod's containers are stopped within its grace
+period, the Pod is deleted for good (grace 0, uid precondition, as the kubelet finishes a
+graceful delete), and its directory removed. A pod that vanished from the API has its
+processes stopped and removed.
 
 Nothing needed after a restart lives only here: attempts, exit codes and times are the
 runtime's, on disk; the back-off is computed from them. A sync after a restart therefore
@@ -34,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kubetrain import _aio, kube
 from kubetrain.kube import resource
-from kubetrain.local.node import podspec, runtime, status
+from kubetrain.local.node import cpulimit, podspec, runtime, status
 
 if TYPE_CHECKING:
     from kubetrain.local.node import agent as agent_
@@ -151,6 +153,7 @@ class Worker:
         self._failure: status.Waiting | None = None
         self._final = False  # nothing runs again: deadline, deletion, Never
         self._waiters: dict[runtime.ContainerId, asyncio.Task[None]] = {}
+        self._limits: dict[runtime.ContainerId, asyncio.Task[None]] = {}  # CPU limits held
         self._written: dict[str, Any] | None = None  # the status fields last written
         self._events: list[Event] = []
         self._reported: set[tuple[str, str, str]] = set()  # one-off events already sent
@@ -189,7 +192,7 @@ class Worker:
                     finally:
                         await self._flush_events()
                     await self._sleep()
-                for task in self._waiters.values():
+                for task in [*self._waiters.values(), *self._limits.values()]:
                     task.cancel()
         finally:
             self._group = None
@@ -261,6 +264,7 @@ class Worker:
                 self._waiters[latest.id] = self._group.create_task(
                     self._wait(latest.id), name=f"wait {latest.id.pod_uid}/{latest.id.name}"
                 )
+                self._limit_cpu(latest.id)
 
     async def _wait(self, cid: runtime.ContainerId) -> None:
         try:
@@ -273,6 +277,43 @@ class Worker:
         finally:
             self._waiters.pop(cid, None)
             self.poke()
+
+    def _limit_cpu(self, cid: runtime.ContainerId) -> None:
+        """Hold a running container to its ``resources.limits.cpu``, best effort (see
+        :mod:`.cpulimit`), until it ends or is stopped."""
+        mode = self.agent.settings.cpu_limits
+        pod = self.agent.pod(self.uid)
+        limit = cpulimit.limit_of(pod, cid.name) if pod is not None else None
+        if mode == "off" or limit is None or cid in self._limits:
+            return
+        assert self._group is not None
+        self._limits[cid] = self._group.create_task(
+            self._hold(cid, limit), name=f"cpu limit {cid.pod_uid}/{cid.name}"
+        )
+
+    async def _hold(self, cid: runtime.ContainerId, limit: float) -> None:
+        settings = self.agent.settings
+        try:
+            await cpulimit.enforce(
+                self.agent.runtime,
+                cid,
+                limit,
+                mode=settings.cpu_limits,
+                period=settings.cpu_limit_period,
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a guarded task: the pod runs on, unlimited, and says so in the log
+            log.exception("pod %s: container %s: its CPU limit is not enforced", self.uid, cid.name)
+        finally:
+            self._limits.pop(cid, None)
+
+    def _release_cpu(self, cids: Sequence[runtime.ContainerId]) -> None:
+        """Stop holding these containers (what the throttler stopped, it continues)."""
+        for cid in cids:
+            task = self._limits.get(cid)
+            if task is not None:
+                task.cancel()
 
     # -- what should run --------------------------------------------------------------------
 
@@ -513,6 +554,7 @@ class Worker:
                 )
             )
         await self._flush_events()
+        self._release_cpu([s.id for s in running])
         await asyncio.gather(*(self.agent.runtime.stop(s.id, grace) for s in running))
 
     async def _terminate(self, pod: Mapping[str, Any]) -> None:
@@ -547,6 +589,7 @@ class Worker:
     async def _remove(self, grace: float) -> None:
         for task in self._waiters.values():
             task.cancel()
+        self._release_cpu(list(self._limits))
         await self.agent.runtime.remove(self.uid, grace)
         self.agent.devices.release(self.uid)
 

@@ -57,6 +57,9 @@ class FakeRuntime:
     def log_path(self, id: runtime.ContainerId) -> str:
         return f"/logs/{id.name}/{id.attempt}"
 
+    def processes(self, id: runtime.ContainerId) -> runtime.Processes | None:
+        return None  # nothing to sample: the node server's usage sampler skips it
+
     async def exec(
         self, uid: str, container: str, argv: Sequence[str], *, stdin: bool, tty: bool
     ) -> asyncio.subprocess.Process:
