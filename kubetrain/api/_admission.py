@@ -62,8 +62,13 @@ def review(
     old: Any = None,
     *,
     find_runtime: RuntimeLookup | None = None,
+    now: str | None = None,
 ) -> Review:
-    """Judge ``raw`` (a create, or an update from ``old``). Never raises for bad input."""
+    """Judge ``raw`` (a create, or an update from ``old``). Never raises for bad input.
+
+    ``now`` (RFC 3339) is the API server's time: given, a valid TrainJob's
+    ``runtimePatches[].time`` are stamped as upstream's mutating webhook does; without it
+    (offline checks, the operator) they are left as written."""
     subject = _parse.subject(raw)
     too_deep = _too_deep(raw)
     if too_deep is not None:
@@ -82,7 +87,7 @@ def review(
     if isinstance(obj, JobKind):
         verdict = _review_v1(subject, obj, old_obj)
     else:
-        verdict = _review_trainer(subject, obj, old_obj, find_runtime)
+        verdict = _review_trainer(subject, obj, old_obj, find_runtime, now)
     if unknown:
         return Review(subject, None, (*unknown, *verdict.errors), verdict.warnings)
     return verdict
@@ -108,7 +113,11 @@ def _review_v1(subject: str, job: JobKind, old: Any) -> Review:
 
 
 def _review_trainer(
-    subject: str, obj: _trainer.TrainerKind, old: Any, find_runtime: RuntimeLookup | None
+    subject: str,
+    obj: _trainer.TrainerKind,
+    old: Any,
+    find_runtime: RuntimeLookup | None,
+    now: str | None,
 ) -> Review:
     defaulted = _trainer_defaults.set_defaults(obj)
     old_defaulted = _trainer_defaults.set_defaults(old) if old is not None else None
@@ -116,6 +125,9 @@ def _review_trainer(
     warnings = tuple(_trainer_validation.warnings(defaulted, find_runtime=find_runtime))
     if errors:
         return Review(subject, None, tuple(errors), warnings)
+    if now is not None and isinstance(defaulted, _trainer.TrainJob):
+        before = old_defaulted if isinstance(old_defaulted, _trainer.TrainJob) else None
+        defaulted = _trainer_defaults.stamp_patch_times(defaulted, before, now)
     return Review(subject, defaulted, (), warnings)
 
 

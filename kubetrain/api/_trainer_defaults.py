@@ -5,7 +5,8 @@ applies before validation, plus ``mlPolicy.numNodes`` which upstream defaults in
 input is never changed: :func:`set_defaults` returns a deep copy.
 
 Not defaulted here, on purpose:
-- ``runtimePatches[].time``: the server stamps it with its clock on create or change;
+- ``runtimePatches[].time``: the server stamps it with its clock on create or change
+  (:func:`stamp_patch_times`, given the server's time, as upstream's mutating webhook);
 - the runtime's JobSet template (``replicas``, ``network``, ...): it is JobSet's object, and
   JobSet defaults it when the JobSet is created. Readers treat a missing ``replicas`` as 1;
 - ``mlPolicy.numNodes`` when ``torch.elasticPolicy`` is set: upstream forbids setting both, so
@@ -22,6 +23,7 @@ from kubetrain.api._trainer import (
     ClusterTrainingRuntime,
     MLPolicy,
     PodGroupPolicy,
+    RuntimePatch,
     TrainerKind,
     TrainingRuntime,
     TrainJob,
@@ -47,6 +49,35 @@ def set_defaults(obj: Obj) -> Obj:
         if copy.spec.pod_group_policy is not None:
             _default_pod_group_policy(copy.spec.pod_group_policy)
     return copy
+
+
+def stamp_patch_times(job: TrainJob, old: TrainJob | None, now: str) -> TrainJob:
+    """A copy of ``job`` with ``runtimePatches[].time`` set as upstream's TrainJob defaulter
+    does: on create, ``now`` where a patch has none; on update, a patch whose manager's patch is
+    unchanged (its time aside) keeps the old time, a changed one gets ``now``, and a new
+    manager's patch gets ``now`` where it has none. So a tool can tell which patch moved."""
+    copy = job.model_copy(deep=True)
+    patches = copy.spec.runtime_patches if copy.spec is not None else None
+    if not patches:
+        return copy
+    before = {}
+    if old is not None and old.spec is not None:
+        before = {p.manager: p for p in old.spec.runtime_patches or ()}
+    for patch in patches:
+        previous = before.get(patch.manager)
+        if previous is None:
+            patch.time = patch.time or now
+        elif _without_time(previous) == _without_time(patch):
+            patch.time = previous.time
+        else:
+            patch.time = now
+    return copy
+
+
+def _without_time(patch: RuntimePatch) -> dict[str, object]:
+    wire = patch.to_dict()
+    wire.pop("time", None)
+    return wire
 
 
 def _default_trainjob(job: TrainJob) -> None:

@@ -12,13 +12,16 @@ configured by upstream's environment contract (``pkg/initializers``), which the 
 controller fills from the TrainJob: ``STORAGE_URI`` (required), then per scheme
 ``ACCESS_TOKEN`` and ``IGNORE_PATTERNS`` (comma-separated) for Hugging Face, ``ENDPOINT``,
 ``ACCESS_KEY_ID``, ``SECRET_ACCESS_KEY``, ``REGION`` for S3 (``secretRef`` supplies them as
-env too); ``OUTPUT_PATH`` overrides the destination, as the Kubeflow SDK's container backend
+env too; the AWS SDKs' ``AWS_*`` variables fill what they leave unset, see :mod:`.config`);
+``OUTPUT_PATH`` overrides the destination, as the Kubeflow SDK's container backend
 sets it.
 
     hf://<org>/<name>             huggingface_hub.snapshot_download (a dataset repo for the
                                   dataset initializer, a model repo for the model one; the
                                   model keeps upstream's file patterns)
-    s3://<bucket>/<prefix>        every object under the prefix, through boto3
+    s3://<bucket>/<prefix>        every object under the prefix (or the object it names),
+                                  over aiohttp with AWS Signature Version 4; ENDPOINT for
+                                  S3-compatible services, AWS_* variables as fallbacks
     file:///<path>                a file or directory of the node's filesystem, copied
     pvc://<claim>/<path>          a path in another PersistentVolumeClaim, copied; the
                                   controller mounts that claim read-only at /mnt/source
@@ -32,11 +35,12 @@ before any trainer pod starts.
 
     config     the environment contract, read into a :class:`~.config.Config`
     files      file:// and pvc:// copies
-    huggingface, s3   the remote sources (their libraries are imported only when used)
+    huggingface   the Hugging Face source (its library is imported only when used)
+    s3, sigv4     the S3 source and the request signer it uses
     __main__   the program
 
 Must not: import ``kubetrain.cli`` or the operator (an initializer pod runs only this), or
-import huggingface_hub or boto3 unless the URI asks for them.
+import huggingface_hub unless the URI asks for it, or log a token, key or header.
 """
 
 from __future__ import annotations

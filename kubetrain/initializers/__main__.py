@@ -7,6 +7,7 @@ Never prints the access token or keys.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -33,7 +34,7 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     try:
         config = cfg.from_env(args[0], os.environ if environ is None else environ)
         log.info("%s initializer: %s -> %s", config.kind, config.storage_uri, config.output_path)
-        fetch.fetch(config)
+        asyncio.run(fetch.fetch(config))
     except InitializerError as exc:
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1

@@ -1,16 +1,22 @@
-"""Which source fills the destination, by the URI's scheme."""
+"""Which source fills the destination, by the URI's scheme.
+
+Must not: block the event loop; the copies and the Hugging Face download are blocking
+library calls and run in a worker thread.
+"""
 
 from __future__ import annotations
+
+import asyncio
 
 from kubetrain.initializers import config as cfg
 from kubetrain.initializers import files, huggingface, s3
 
 
-def fetch(config: cfg.Config) -> None:
+async def fetch(config: cfg.Config) -> None:
     """Fill ``config.output_path`` from ``config.storage_uri``."""
     if config.scheme == "hf":
-        huggingface.download(config)
+        await asyncio.to_thread(huggingface.download, config)
     elif config.scheme == "s3":
-        s3.download(config)
+        await s3.download(config)
     else:  # file, pvc (from_env admits no other scheme)
-        files.copy(config)
+        await asyncio.to_thread(files.copy, config)

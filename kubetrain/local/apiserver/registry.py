@@ -592,7 +592,7 @@ class Registry:
         to store (as sent for kubeflow.org/v1; defaulted for trainer.kubeflow.org)."""
         if r.group not in KUBETRAIN_GROUPS or (r.group, r.kind) not in api.KINDS:
             return obj
-        verdict = api.review(obj, old, find_runtime=self._find_runtime)
+        verdict = api.review(obj, old, find_runtime=self._find_runtime, now=self.now())
         opts.warnings.extend(verdict.warnings)
         if not verdict.ok or verdict.obj is None:
             causes = [_field_error_cause(e) for e in verdict.errors]
