@@ -29,7 +29,8 @@ the last arrival, and utilisations are equal.
 Two policies run the same jobs:
 
 - **kubetrain**: the scheduler's default, priority then submission order, gangs all or
-  nothing, EASY backfill around a reservation for the first job that does not fit;
+  nothing, conservative backfill (every waiting job holds a reservation) with a bound on how
+  long a backfill may hold up a job it passes;
 - **FIFO** (the baseline): submission order only, and the first job that does not fit blocks
   every job behind it (``Options(ordering="fifo", backfill=False)``).
 
@@ -37,10 +38,24 @@ Two scenarios: every job at the same priority, where the policies differ only by
 backfill, and Kueue's priorities (large 200, medium 100, small 50), which kubetrain honours
 and FIFO ignores. Figures: utilisation (allocated CPU-seconds / (20 CPUs x makespan)),
 makespan, mean and max wait (start - submission), and mean wait per class. Goals, judged on
-the equal-priority scenario and printed PASS or MISS with their ratios: higher utilisation
-than FIFO, lower mean wait than FIFO, and no job waiting more than twice as long as the
-longest FIFO wait. For information, per scenario, how many jobs waited more than twice their
-own FIFO wait.
+the equal-priority scenario and printed PASS or MISS: higher utilisation than FIFO, lower
+mean wait than FIFO (with their ratios), and no job waiting more than twice its own FIFO
+wait (each job against the same job under FIFO; printed with how many jobs are over, and the
+worst ratio). With priorities, the per-job count is printed for information.
+
+A job that FIFO starts on arrival (FIFO wait 0) passes only if it starts on arrival too:
+twice zero is zero. No grace of "one scheduling pass" is given: here a pass takes no simulated
+time and runs at every arrival and completion, so a job never waits for a pass, only for
+room. The only tolerance, ``WAIT_TOLERANCE_S`` (1 ns), absorbs float rounding in sums of
+simulated times. How many jobs FIFO starts at once, and how many of them waited under
+kubetrain, is printed beside the goal.
+
+The policy bounds how long a backfill may hold up each job it passes, so that job's wait at
+most doubles (see :mod:`kubetrain.local.scheduler.policy`). It cannot bound it for jobs that
+arrive later and queue behind a job held up: they inherit its delay. With the default
+accuracy that does not show; with ``--accuracy 0.5`` many jobs wait a fraction of a second
+under FIFO, and on some seeds some of them wait more than twice that here: the count says
+how many.
 
 Usage::
 
@@ -68,6 +83,7 @@ from kubetrain.local.scheduler import fit, gangs, policy, queue
 
 NODE_CPU = 20
 NAMESPACE = "bench"
+WAIT_TOLERANCE_S = 1e-9  # float rounding only: see the module docstring
 
 
 @dataclass(frozen=True)
@@ -220,7 +236,7 @@ def compare(jobs: Sequence[Job]) -> dict[str, Any]:
     ours = figures(jobs, simulate(jobs, policy.Options()))
     fifo = figures(jobs, simulate(jobs, policy.Options(ordering="fifo", backfill=False)))
     ours_waits, fifo_waits = ours.pop("waits"), fifo.pop("waits")
-    slower = sum(1 for j in jobs if ours_waits[j.id] > 2 * fifo_waits[j.id] + 1e-9)
+    per_job = per_job_bound(jobs, ours_waits, fifo_waits)
     goals = [
         {
             "goal": "utilisation higher than FIFO",
@@ -233,16 +249,34 @@ def compare(jobs: Sequence[Job]) -> dict[str, Any]:
             "met": ours["mean_wait_s"] < fifo["mean_wait_s"],
         },
         {
-            "goal": "no job waits more than twice the longest FIFO wait",
-            "ratio": _ratio(ours["max_wait_s"], fifo["max_wait_s"]),
-            "met": ours["max_wait_s"] <= 2 * fifo["max_wait_s"],
+            "goal": "no job waits more than twice its own FIFO wait",
+            "ratio": per_job["worst_ratio"],
+            "met": per_job["over"] == 0,
+            "detail": (
+                f"{per_job['over']} of {len(jobs)} over; worst ratio "
+                f"{_format_ratio(per_job['worst_ratio'])} among jobs FIFO kept waiting; "
+                f"{per_job['fifo_at_once']} started at once under FIFO, "
+                f"{per_job['fifo_at_once_waited']} of them waited under kubetrain"
+            ),
         },
     ]
+    return {"kubetrain": ours, "fifo": fifo, "goals": goals, "per_job": per_job}
+
+
+def per_job_bound(
+    jobs: Sequence[Job], ours: dict[int, float], fifo: dict[int, float]
+) -> dict[str, Any]:
+    """Each job's wait against twice its own FIFO wait (plus ``WAIT_TOLERANCE_S``)."""
+    over = [j.id for j in jobs if ours[j.id] > 2 * fifo[j.id] + WAIT_TOLERANCE_S]
+    at_once = [j.id for j in jobs if fifo[j.id] <= WAIT_TOLERANCE_S]
+    ratios = [ours[j.id] / fifo[j.id] for j in jobs if fifo[j.id] > WAIT_TOLERANCE_S]
     return {
-        "kubetrain": ours,
-        "fifo": fifo,
-        "goals": goals,
-        "jobs_waiting_over_twice_their_fifo_wait": slower,
+        "over": len(over),
+        "over_jobs": over,
+        "worst_ratio": max(ratios, default=None),
+        "fifo_at_once": len(at_once),
+        "fifo_at_once_waited": sum(1 for i in at_once if ours[i] > WAIT_TOLERANCE_S),
+        "tolerance_s": WAIT_TOLERANCE_S,
     }
 
 
@@ -267,6 +301,10 @@ def build_report(seed: int, scale: float, accuracy: float) -> dict[str, Any]:
 
 def _ratio(a: float, b: float) -> float | None:
     return a / b if b else None
+
+
+def _format_ratio(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}"
 
 
 def _table(scenario: dict[str, Any]) -> list[str]:
@@ -296,21 +334,23 @@ def render(report: dict[str, Any]) -> str:
     ]
     for key, scenario in report["scenarios"].items():
         lines += ["", f"{key}: {scenario['description']}", *_table(scenario)]
+        per_job = scenario["per_job"]
         if key == "equal":
             lines.append("")
             for goal in scenario["goals"]:
-                ratio = "-" if goal["ratio"] is None else f"{goal['ratio']:.2f}"
-                lines.append(f"{'PASS' if goal['met'] else 'MISS'}  {goal['goal']} (ratio {ratio})")
-        lines.append(
-            "jobs that waited more than twice their own FIFO wait: "
-            f"{scenario['jobs_waiting_over_twice_their_fifo_wait']} of {report['jobs']}"
-        )
+                detail = goal.get("detail") or f"ratio {_format_ratio(goal['ratio'])}"
+                lines.append(f"{'PASS' if goal['met'] else 'MISS'}  {goal['goal']} ({detail})")
+        else:
+            lines.append(
+                f"jobs that waited more than twice their own FIFO wait: {per_job['over']} "
+                f"of {report['jobs']} (for information)"
+            )
     lines += [
         "",
-        "The goals are judged on equal priorities, where the two differ only by gang-aware EASY "
-        "backfill. With Kueue's priorities, kubetrain honours them and FIFO does not: large "
-        "jobs pass the queue and small ones wait longer; that is the priorities' price, shown "
-        "for information.",
+        "The goals are judged on equal priorities, where the two differ only by backfill. "
+        "With Kueue's priorities, kubetrain honours them and FIFO does not: large jobs pass "
+        "the queue and small ones wait longer; that is the priorities' price, shown for "
+        "information.",
         f"simulation: {report['simulation_cpu_s']:.1f} s of CPU",
     ]
     return "\n".join(lines)

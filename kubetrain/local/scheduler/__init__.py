@@ -10,9 +10,11 @@ Pure modules (no I/O, no clock, no logging), lowest first::
                 affinity, taints, host ports, unschedulable nodes; kube's reason strings
     quotas      namespace ResourceQuotas checked for a whole gang at once
     estimates   when a running pod is expected to end (activeDeadlineSeconds, annotation)
+    timeline    the nodes as expected from now on: running pods ending, units reserved
     gangs       PodGroup membership and spec (scheduler-plugins and Volcano), their status
     queue       schedulable units (a pod, or a gang's pending pods) and their order
-    policy      one scheduling cycle's decisions: fit now, EASY backfill, reservation
+    policy      one scheduling cycle's decisions: fit now, or a reservation for every
+                waiting unit; conservative backfill with a bound on any unit's hold-up
     messages    kube's reasons and messages, word for word, and our own
     events      the Event objects and pod condition patches the controller writes
 

@@ -1,5 +1,6 @@
-"""How long a pod is expected to run, and so when a running pod is expected to end: what EASY
-backfill needs to reserve resources for the job at the head of the queue.
+"""How long a pod is expected to run, and so when a running pod is expected to end: what
+backfill needs to reserve resources for the units that wait, and to tell which units may
+start before them.
 
 A pod's runtime bound is the smaller of:
 

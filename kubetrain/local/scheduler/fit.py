@@ -42,6 +42,7 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 FILTERED_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 WILDCARD_IP = "0.0.0.0"
 _FIRST = ("cpu", "memory", "ephemeral-storage")  # NodeResourcesFit checks these first
+_ZERO = Fraction(0)
 
 
 def _ordered(request: Mapping[str, Fraction]) -> Amounts:
@@ -163,15 +164,23 @@ class NodeInfo:
         return info
 
     def add(self, pod: PodInfo) -> None:
-        self.requested = amounts.add(self.requested, pod.request)
+        # In place: placing pods tentatively is the policy's inner loop. ``requested`` is
+        # this node's own dict (clone copies it).
+        requested = self.requested
+        for name, value in pod.request.items():
+            requested[name] = requested.get(name, _ZERO) + value
         self.pod_count += 1
-        self.ports.update(pod.ports)
+        if pod.ports:
+            self.ports.update(pod.ports)
 
     def remove(self, pod: PodInfo) -> None:
-        self.requested = amounts.subtract(self.requested, pod.request)
+        requested = self.requested
+        for name, value in pod.request.items():
+            requested[name] = requested.get(name, _ZERO) - value
         self.pod_count -= 1
-        self.ports.subtract(pod.ports)
-        self.ports = +self.ports  # drop ports no pod uses any more
+        if pod.ports:
+            self.ports.subtract(pod.ports)
+            self.ports = +self.ports  # drop ports no pod uses any more
 
     def clone(self) -> NodeInfo:
         copy = self.emptied()
@@ -193,6 +202,20 @@ class NodeInfo:
 
     def free(self) -> Amounts:
         return amounts.subtract(self.allocatable, self.requested)
+
+    @classmethod
+    def peak(cls, pictures: Sequence[NodeInfo]) -> NodeInfo:
+        """One node seen at several moments (``pictures``, at least one), as a node that uses,
+        in every resource, in pod count and in host ports, the most any moment uses. A pod
+        that fits beside the peak fits beside every moment, so one placement holds for a
+        whole stretch of time."""
+        first = pictures[0]
+        out = first.clone()
+        for other in pictures[1:]:
+            out.requested = amounts.maximum(out.requested, other.requested)
+            out.pod_count = max(out.pod_count, other.pod_count)
+            out.ports |= other.ports
+        return out
 
     def __repr__(self) -> str:
         return f"NodeInfo({self.name!r}, requested={self.requested}, pods={self.pod_count})"
@@ -296,7 +319,10 @@ def resource_reasons(pod: PodInfo, node: NodeInfo) -> list[str]:
     found = []
     if node.pod_count + 1 > node.allowed_pods:
         found.append(messages.TOO_MANY_PODS)
-    found += [messages.insufficient(name) for name in amounts.short(pod.request, node.free())]
+    allocatable, requested = node.allocatable, node.requested
+    for name, value in pod.request.items():  # amounts.short on node.free(), without the copy
+        if value > 0 and value > allocatable.get(name, _ZERO) - requested.get(name, _ZERO):
+            found.append(messages.insufficient(name))
     return found
 
 

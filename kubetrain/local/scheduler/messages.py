@@ -93,10 +93,10 @@ def exceeded_quota(unit: str, quota: str, requested: str, used: str, limited: st
     )
 
 
-def backfill_denied(unit: str, head: str) -> str:
+def backfill_denied(unit: str, ahead: str) -> str:
     return (
-        f"{unit} fits now, but starting it could delay {head}, which is first in the queue "
-        "and has the resources reserved; waiting."
+        f"{unit} fits now, but starting it could delay {ahead}, which is ahead of it in the "
+        "queue and has the resources reserved; waiting."
     )
 
 

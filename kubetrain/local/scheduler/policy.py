@@ -1,32 +1,50 @@
 """One scheduling cycle's decisions: which units start now, on which nodes, and why the
 others wait. Priority then submission order, all-or-nothing gangs, namespace quotas checked
-for a whole gang, and EASY backfill (Slurm's ``sched/backfill`` in its EASY form).
+for a whole gang, and conservative backfill (Mu'alem and Feitelson's: every waiting unit
+holds a reservation, not only the first as in EASY) with a bound on how long a backfill may
+hold up a unit it passes.
 
-The cycle walks the queue (:mod:`~kubetrain.local.scheduler.queue`) once:
+The cycle walks the queue (:mod:`~kubetrain.local.scheduler.queue`) once, keeping a timeline
+of the nodes (:mod:`~kubetrain.local.scheduler.timeline`): running pods leave it at their
+expected ends (:mod:`~kubetrain.local.scheduler.estimates`), and each unit that starts or
+reserves below is added to it.
 
 - A *blocked* unit (incomplete gang, missing PodGroup) waits and holds up no one.
 - A unit over its namespace's quota (counting only pods that hold a node, the unit's pods all
   together) waits and holds up no one (Kueue's BestEffortFIFO for quota).
 - A unit that cannot be placed even on empty nodes (too big, no matching node) waits and
   holds up no one: reserving for it would block the queue for ever.
-- The first unit that could be placed on the nodes but does not fit *now* becomes the
-  *head*: it gets a reservation at its earliest possible start, found by letting the running
-  pods end at their expected end times (:mod:`~kubetrain.local.scheduler.estimates`), in
-  order, until the head fits.
-- Every later unit that fits now may start (*backfill*) only if it cannot delay the head:
-  (a) it ends, by its own estimate, before the reservation starts, or (b) the head still fits
-  at the reservation beside it (it only uses what the head does not need). Each backfilled
-  unit is counted in the reservation's picture, so several together cannot delay the head
-  either. Later units that do not fit now just wait; only the head reserves.
+- A unit that fits now, with no reservation ahead of it, starts.
+- Past a reservation, a unit that fits now starts (a *backfill*) only if (a) it fits beside
+  every reservation made so far for its whole estimated run, placed on the nodes as they are
+  at the busiest moment of that run, and (b) for every reserved unit that has waited less
+  than the backfill's estimated runtime, it also fits beside that unit at the start of its
+  reservation.
+- Every other unit gets a *reservation*: the first moment from which it fits on the timeline
+  for its whole estimated run, on nodes chosen then. Units behind it must leave it alone.
 
-Unknown runtimes make this conservative, never optimistic: a unit without an estimate cannot
-pass (a), only (b). A running pod without an estimate (or past it) is taken as running for
-ever, so its resources never come free in the reservation's picture; if the head cannot fit
-without them, its start is unknown, and then (a) is not used at all and (b) is checked
-against the nodes as they will be once *every* running pod has ended. A backfilled unit thus
-never takes what the head needs, whenever the head becomes able to start. Since the head's
-reservation only moves earlier as pods end, and later units never take what it needs, the
-head cannot starve; only higher priority work that arrives later goes before it, by design.
+Why (b): estimates are upper bounds, and jobs often end early. When the pods a reserved unit
+waits for end sooner than expected, it could start before its reservation, and a backfill
+that (a) let in because it was to end by then may still be in its way: it holds the unit up
+until its own end, at most its runtime later. A backfill whose runtime is no longer than the
+unit's wait so far can thus hold it up by no more than it has waited already, and the wait
+it would have had without the backfill is at least that: its wait at most doubles. One that
+would be in the way for longer must not take what the unit needs at all. The bound holds for
+the units a backfill passes; units that arrive later and queue behind a unit held up inherit
+the delay (``bench/scheduler.py`` counts every job against its wait under strict FIFO).
+
+Because every waiting unit reserves, and (a) and (b) are checked against each reservation, a
+unit second or tenth in the queue has the same protection as the first. The policy keeps
+nothing between cycles: each cycle plans afresh, in queue order, from what runs now.
+
+Unknown runtimes make this conservative, never optimistic: a unit without an estimate is
+taken to run for ever, so it may start past a reservation only where it fits beside it for
+good. A running pod without an estimate (or past it) is taken as running for ever; a unit
+that can fit only once such a pod has ended is reserved "once every running pod has ended",
+at an unknown time, beside everything else placed in the cycle, and from then on every unit
+that starts or reserves must fit beside it there too. Such a unit never has what it needs
+taken, whenever it becomes able to start; only higher priority work that arrives later goes
+before it, by design.
 
 ``Options(ordering="fifo", backfill=False)`` is strict FIFO (the benchmark's baseline): the
 first unit that does not fit now blocks every unit after it.
@@ -39,15 +57,15 @@ Owns: these rules. Must not: do I/O, read the clock, or keep anything between cy
 
 from __future__ import annotations
 
+import bisect
 import collections
-import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from kubetrain.local.scheduler import amounts, fit, messages, queue, quotas
+from kubetrain.local.scheduler import amounts, fit, messages, queue, quotas, timeline
 
-FOREVER = math.inf
+FOREVER = timeline.FOREVER
 
 
 @dataclass(frozen=True)
@@ -77,12 +95,13 @@ class Attempt:
 
 @dataclass
 class Reservation:
-    """The head's earliest start, and the nodes as they will be then (without the head, with
-    the units backfilled since that will still run)."""
+    """When and where a waiting unit is expected to start: no unit behind it may take what
+    these pods need from ``start`` until ``end``."""
 
     unit: queue.Unit
-    start: float  # FOREVER: unknown
-    nodes: list[fit.NodeInfo]
+    start: float  # FOREVER: once every running pod has ended, whenever that is
+    end: float  # FOREVER: unknown
+    placed: list[tuple[fit.PodInfo, str]]
 
 
 @dataclass
@@ -91,12 +110,18 @@ class Outcome:
     placed: list[tuple[fit.PodInfo, str]] = field(default_factory=list)
     message: str | None = None  # for the unit's pods that are not placed
     backfilled: bool = False  # started past a reservation
+    reservation: Reservation | None = None  # for a unit that waits
 
 
 @dataclass
 class Plan:
     outcomes: list[Outcome]
-    reservation: Reservation | None = None
+    reservations: list[Reservation] = field(default_factory=list)  # in queue order
+
+    @property
+    def reservation(self) -> Reservation | None:
+        """The first unit's reservation: the one every other unit must leave alone."""
+        return self.reservations[0] if self.reservations else None
 
     @property
     def binds(self) -> list[tuple[fit.PodInfo, str]]:
@@ -135,49 +160,103 @@ def ever_fits(unit: queue.Unit, nodes: Sequence[fit.NodeInfo]) -> bool:
     return attempt(unit, [n.emptied() for n in nodes]).ok
 
 
-def reserve(
-    unit: queue.Unit, nodes: Sequence[fit.NodeInfo], running: Iterable[Running]
-) -> Reservation | None:
-    """The head's reservation: the first expected end after which it fits; else (unknown
-    ends stand in the way) FOREVER, pictured on nodes with nothing running."""
-    state = {n.name: n.clone() for n in nodes}
-    ending = sorted((r for r in running if r.end is not None and r.node in state), key=_end)
-    i = 0
-    while i < len(ending):
-        moment = _end(ending[i])
-        while i < len(ending) and _end(ending[i]) == moment:
-            state[ending[i].node].remove(ending[i].pod)
-            i += 1
-        if attempt(unit, list(state.values())).ok:
-            return Reservation(unit, moment, list(state.values()))
-    empty = [n.emptied() for n in nodes]
-    if attempt(unit, empty).ok:
-        return Reservation(unit, FOREVER, empty)
-    return None
+def _shape(unit: queue.Unit) -> Hashable:
+    """What decides where a unit fits and for how long: units of one shape fare alike."""
+    pods = tuple(
+        (
+            tuple(p.request.items()),
+            p.ports,
+            tuple(p.node_selector.items()),
+            repr(p.required_terms),
+            repr(p.tolerations),
+        )
+        for p in unit.pods
+    )
+    minimum = tuple(unit.min_resources.items()) if unit.min_resources else None
+    return (unit.need, unit.runtime, minimum, pods)
 
 
 def _end(r: Running) -> float:
     return r.end if r.end is not None else FOREVER
 
 
-def allows(reservation: Reservation, unit: queue.Unit, now_try: Attempt, now: float) -> bool:
-    """Whether ``unit``, placed as in ``now_try``, may start without delaying the head; if
-    it still runs at the reservation, it is added to the reservation's picture."""
-    if (
-        reservation.start != FOREVER
-        and unit.runtime is not None
-        and now + unit.runtime <= reservation.start
-    ):
-        return True
-    by_name = {n.name: n for n in reservation.nodes}
-    added = [(pod, by_name[name]) for pod, name in now_try.placed if name in by_name]
-    for pod, node in added:
+def _finish(start: float, unit: queue.Unit) -> float:
+    return start + unit.runtime if unit.runtime is not None else FOREVER
+
+
+def reserve(
+    unit: queue.Unit, line: timeline.Timeline, earliest: float = -FOREVER
+) -> Reservation | None:
+    """``unit``'s reservation: the first moment after now (and not before ``earliest``) from
+    which it fits on the timeline for its whole estimated run; else, once every running pod
+    has ended; else none."""
+    if line.unknown_start and not attempt(unit, line.after).ok:
+        return None  # every window and the unknown start carry what is reserved there
+    i = max(1, bisect.bisect_left(line.moments, earliest))
+    while i < len(line.moments):
+        start = line.moments[i]
+        end = _finish(start, unit)
+        span = line.moments_from(i, end)
+        # Each moment alone first (cheap, and a moment that fails rules out every window
+        # that spans it); the peak of them only once each fits.
+        short = next((j for j in span if not attempt(unit, line.pictures[j]).ok), None)
+        if short is not None:
+            i = short + 1
+            continue
+        tried = attempt(unit, line.window(i, end))
+        if tried.ok:
+            return Reservation(unit, start, end, tried.placed)
+        i += 1
+    tried = attempt(unit, line.after)
+    if tried.ok:
+        return Reservation(unit, FOREVER, FOREVER, tried.placed)
+    return None
+
+
+def _fits_as_placed(
+    placed: Sequence[tuple[fit.PodInfo, str]], nodes: Sequence[fit.NodeInfo]
+) -> bool:
+    """Whether the pods fit these nodes on the nodes named (the nodes are left as they were)."""
+    by_name = {n.name: n for n in nodes}
+    added = []
+    ok = True
+    for pod, name in placed:
+        node = by_name[name]
+        if fit.reasons(pod, node):
+            ok = False
+            break
         node.add(pod)
-    if attempt(reservation.unit, reservation.nodes).ok:
-        return True
+        added.append((pod, node))
     for pod, node in added:
         node.remove(pod)
-    return False
+    return ok
+
+
+def _overlong(
+    unit: queue.Unit,
+    placed: Sequence[tuple[fit.PodInfo, str]],
+    line: timeline.Timeline,
+    now: float,
+    reservations: Sequence[Reservation],
+) -> Reservation | None:
+    """The first reservation ``unit``, placed as ``placed`` from now, could hold up for
+    longer than its unit has waited so far, were the pods it waits for to end early: rule
+    (b)."""
+    runtime = unit.runtime if unit.runtime is not None else FOREVER
+    for r in reservations:
+        if r.start == FOREVER or runtime <= now - r.unit.created:
+            continue
+        if not _fits_as_placed(placed, line.at(r.start)):
+            return r
+    return None
+
+
+def _delayed(unit_end: float, reservations: Sequence[Reservation]) -> Reservation:
+    """Which reservation a unit that fits now but may not start would delay, for its
+    message: the first whose time its run overlaps (one of unknown start overlaps any)."""
+    return next(
+        (r for r in reservations if r.start < unit_end or r.start == FOREVER), reservations[0]
+    )
 
 
 def _waiting_message(unit: queue.Unit, tried: Attempt, node_count: int) -> str:
@@ -218,14 +297,17 @@ def plan(
     pods with their expected ends); ``quota_used`` is, per namespace, what those pods count
     against quotas. Nothing passed in is changed."""
     options = options or Options()
-    state = sorted((n.clone() for n in nodes), key=lambda n: n.name)
-    by_name = {n.name: n for n in state}
-    running_now = list(running)
+    line = timeline.Timeline(
+        sorted(nodes, key=lambda n: n.name), ((r.node, r.pod, _end(r)) for r in running), now
+    )
+    state = line.now()
     used = {ns: dict(u) for ns, u in (quota_used or {}).items()}
     namespace_quotas: dict[str, list[quotas.Quota]] = collections.defaultdict(list)
     for quota in quota_list:
         namespace_quotas[quota.namespace].append(quota)
-    reservation: Reservation | None = None
+    reservations: list[Reservation] = []
+    possible: dict[Hashable, bool] = {}  # per shape: fits the nodes were they empty
+    reserved: dict[Hashable, float | None] = {}  # per shape: the last reservation's start
     blocking: queue.Unit | None = None  # strict FIFO: the first unit that waits
     outcomes: list[Outcome] = []
     for unit in queue.order(units, options.ordering):
@@ -244,18 +326,24 @@ def plan(
                 Outcome(unit, message=messages.fifo_blocked(unit.label, blocking.label))
             )
             continue
+        end = _finish(now, unit)
         tried = attempt(unit, state)
-        if tried.ok:
-            if reservation is not None and not allows(reservation, unit, tried, now):
-                message = messages.backfill_denied(unit.label, reservation.unit.label)
-                outcomes.append(Outcome(unit, message=message))
-                continue
-            end = now + unit.runtime if unit.runtime is not None else None
-            placed_uids = set()
-            for pod, name in tried.placed:
-                by_name[name].add(pod)
-                running_now.append(Running(name, pod, end))
-                placed_uids.add(id(pod))
+        waiting: Outcome | None = None
+        if tried.ok and reservations:
+            # Fitting now is not enough past a reservation: the unit must fit beside every
+            # reservation for its whole run, so it is placed on the nodes at their busiest.
+            tried = attempt(unit, line.window(0, end))
+            delayed = None
+            if not tried.ok:
+                delayed = _delayed(end, reservations)
+            else:
+                delayed = _overlong(unit, tried.placed, line, now, reservations)
+            if delayed is not None:
+                message = messages.backfill_denied(unit.label, delayed.unit.label)
+                waiting = Outcome(unit, message=message)
+        if waiting is None and tried.ok:
+            line.hold(tried.placed, now, end)
+            placed_uids = {id(pod) for pod, _ in tried.placed}
             placed_usage = [
                 u for p, u in zip(unit.pods, unit.usage, strict=False) if id(p) in placed_uids
             ]
@@ -265,15 +353,28 @@ def plan(
             leftover = None
             if len(tried.placed) < len(unit.pods):
                 leftover = fit.fit_error(len(state), tried.failure or [])
-            outcomes.append(
-                Outcome(unit, tried.placed, leftover, backfilled=reservation is not None)
-            )
+            outcomes.append(Outcome(unit, tried.placed, leftover, backfilled=bool(reservations)))
             continue
-        outcomes.append(Outcome(unit, message=_waiting_message(unit, tried, len(state))))
-        if not ever_fits(unit, state):
+        if waiting is None:
+            waiting = Outcome(unit, message=_waiting_message(unit, tried, len(state)))
+        outcomes.append(waiting)
+        shape = _shape(unit)
+        if shape not in possible:
+            possible[shape] = ever_fits(unit, state)
+        if not possible[shape]:
             continue
         if not options.backfill:
             blocking = unit
-        elif reservation is None:
-            reservation = reserve(unit, state, running_now)
-    return Plan(outcomes, reservation)
+            continue
+        # The timeline only fills up during a cycle, so a unit cannot be reserved before an
+        # earlier unit of its shape, nor at all once one was not.
+        earliest = reserved.get(shape, -FOREVER)
+        if earliest is None:
+            continue
+        reservation = reserve(unit, line, earliest)
+        reserved[shape] = reservation.start if reservation is not None else None
+        if reservation is not None:
+            line.hold(reservation.placed, reservation.start, reservation.end)
+            reservations.append(reservation)
+            waiting.reservation = reservation
+    return Plan(outcomes, reservations)

@@ -1,6 +1,6 @@
-"""kubetrain's scheduler against an API server: gangs bound all or nothing, priority, EASY
-backfill, node selectors and taints, quotas, PodGroup status, and kube's Unschedulable
-condition and events.
+"""kubetrain's scheduler against an API server: gangs bound all or nothing, priority,
+backfill that delays no reservation, node selectors and taints, quotas, PodGroup status, and
+kube's Unschedulable condition and events.
 
 The scheduler runs in-process on kube.Client; nodes are plain Node objects created through
 the API (no node agent: a bound pod just stays bound, and a pod "finishes" when the test
@@ -393,8 +393,15 @@ def test_a_higher_priority_gang_goes_first(kubeconfig: str) -> None:
 
 
 def test_backfill_starts_a_small_job_only_when_it_cannot_delay_the_head(kubeconfig: str) -> None:
+    def denied(c: Cluster, name: str) -> str:
+        return (
+            f"pod {c.namespace}/{name} fits now, but starting it could delay pod group "
+            f"{c.namespace}/a-head, which is ahead of it in the queue and has the resources "
+            "reserved; waiting."
+        )
+
     async def body(c: Cluster) -> None:
-        await c.node("backfill", cpu="4")
+        await c.node("backfill", cpu="5")
         async with scheduling(c):
             await c.pod("running", cpu="2", runtime=300)
             await c.bound("running")
@@ -402,19 +409,21 @@ def test_backfill_starts_a_small_job_only_when_it_cannot_delay_the_head(kubeconf
             for i in range(2):
                 await c.pod(f"a-head-{i}", cpu="2", group="a-head")
             await c.waiting("a-head-0", "waiting for the whole gang")
-            await c.pod("b-long", cpu="1", runtime=1000)
-            await c.pod("c-short", cpu="1", runtime=10)
-            await c.bound("c-short")
-            message = await c.waiting("b-long", "could delay")
-            assert message == (
-                f"pod {c.namespace}/b-long fits now, but starting it could delay pod group "
-                f"{c.namespace}/a-head, which is first in the queue and has the resources "
-                "reserved; waiting."
-            )
+            # Reserved from when "running" is expected to end: 4 of the 5 CPUs.
+            await c.pod("b-beside", cpu="1", runtime=1000)
+            await c.bound("b-beside")  # it leaves the head's 4 CPUs free
+            await c.pod("c-long", cpu="1", runtime=1000)
+            await c.pod("d-short", cpu="1", runtime=120)
+            # c-long would still run when the head is to start, in its room.
+            assert await c.waiting("c-long", "could delay") == denied(c, "c-long")
+            # d-short would end before that, but the head has waited far less than 120 s:
+            # were "running" to end early, d-short could hold the head up for longer than
+            # it has waited.
+            assert await c.waiting("d-short", "could delay") == denied(c, "d-short")
             await c.finish("running")
-            await c.finish("c-short")
             await c.bound("a-head-0", "a-head-1")
-            await c.waiting("b-long", "Insufficient cpu")
+            await c.waiting("c-long", "Insufficient cpu")
+            await c.waiting("d-short", "Insufficient cpu")
 
     scenario(kubeconfig, body)
 

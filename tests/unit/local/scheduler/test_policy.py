@@ -1,6 +1,7 @@
 """One scheduling cycle's decisions (kubetrain.local.scheduler.policy): priority then
-submission order, gangs all or nothing, quotas for a whole gang, and EASY backfill around a
-reservation for the first unit that does not fit."""
+submission order, gangs all or nothing, quotas for a whole gang, and conservative backfill
+(every waiting unit reserves) with a backfill's hold-up of a reserved unit bounded by that
+unit's wait so far."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from kubetrain.local.scheduler import amounts, estimates, fit, gangs, policy, qu
 from tests.unit.local.scheduler.builders import T0, member, node, pod, podgroup
 
 LATER = "2027-01-15T08:00:05Z"
-EARLIER = "2027-01-15T07:59:55Z"
+EARLIER = "2027-01-15T07:59:55Z"  # 5 s before T0
+HOUR_AGO = "2027-01-15T07:00:00Z"
 
 
 def decide(
@@ -268,18 +270,26 @@ def head_and(
     head_cpu: str = "2",
     head_pods: int = 2,
     running_runtime: float | None = 300,
+    head_created: str = HOUR_AGO,
     **kw: Any,
 ) -> policy.Plan:
-    """A running pod, a gang first in the queue that does not fit, and ``small`` after it."""
-    head = gang_pods("head", head_pods, head_cpu, created=EARLIER)
+    """A running pod, a gang first in the queue that does not fit, and ``small`` after it.
+    The head has waited an hour unless ``head_created`` says otherwise, so that the bound on
+    hold-ups only matters where a case asks for it."""
+    head = gang_pods("head", head_pods, head_cpu, created=head_created)
     return decide(
         [*head, small],
         nodes=[node(cpu=node_cpu)],
         bound=[running_pod("r", running_cpu, runtime=running_runtime)],
-        groups=[podgroup("head", min_member=head_pods, created=EARLIER)],
+        groups=[podgroup("head", min_member=head_pods, created=head_created)],
         **kw,
     )
 
+
+DENIED_BY_HEAD = (
+    "pod ns/small fits now, but starting it could delay pod group ns/head, which is ahead of "
+    "it in the queue and has the resources reserved; waiting."
+)
 
 BACKFILL_CASES = [
     pytest.param(
@@ -330,6 +340,32 @@ BACKFILL_CASES = [
         True,
         id="with an unknown reservation a job may use only what the head never needs",
     ),
+    # The bound: the head below has waited 5 s.
+    pytest.param(
+        {"runtime": 10},
+        {"head_created": EARLIER},
+        False,
+        id="a job longer than the head has waited may not take the head's room, though it "
+        "would end before the reservation",
+    ),
+    pytest.param(
+        {"runtime": 5},
+        {"head_created": EARLIER},
+        True,
+        id="a job no longer than the head has waited may take its room until the reservation",
+    ),
+    pytest.param(
+        {"runtime": 10},
+        {"head_created": EARLIER, "node_cpu": "6", "running_cpu": "4"},
+        True,
+        id="a job longer than the head has waited may start where it leaves the head's room free",
+    ),
+    pytest.param(
+        {"runtime": 10},
+        {"head_created": LATER},
+        False,
+        id="a head stamped later than now (clock skew) has waited nothing",
+    ),
 ]
 
 
@@ -342,16 +378,111 @@ def test_backfill(small_kw: dict[str, Any], setup: dict[str, Any], starts: bool)
     assert not head.placed, "the head must not fit now in these cases"
     assert plan.reservation is not None
     assert plan.reservation.unit is head.unit
+    assert head.reservation is plan.reservation
     outcome = plan.outcome("pod ns/small")
     assert outcome is not None
     assert bool(outcome.placed) is starts
     if starts:
         assert outcome.backfilled
     else:
-        assert outcome.message == (
-            "pod ns/small fits now, but starting it could delay pod group ns/head, which is "
-            "first in the queue and has the resources reserved; waiting."
-        )
+        assert outcome.message == DENIED_BY_HEAD
+
+
+def behind_two(small_runtime: float, *, mid_created: str = HOUR_AGO) -> policy.Plan:
+    """A node of 5 CPUs with r1 (2 CPUs, ends at +100) and r2 (2 CPUs, ends at +300) on it;
+    waiting: ``big`` (5 CPUs, reserved from +300), then ``mid`` (3 CPUs for 150 s, which fits
+    from +100 to +250, in the hole before big's reservation), then ``small`` (1 CPU), which
+    fits now."""
+    return decide(
+        [
+            pod("big", cpu="5", runtime=100, created=HOUR_AGO),
+            pod("mid", cpu="3", runtime=150, created=mid_created),
+            pod("small", cpu="1", runtime=small_runtime, created=LATER),
+        ],
+        nodes=[node(cpu="5")],
+        bound=[running_pod("r1", "2", runtime=100), running_pod("r2", "2", runtime=300)],
+    )
+
+
+def test_every_waiting_unit_holds_a_reservation_in_queue_order() -> None:
+    plan = behind_two(small_runtime=1000)
+    assert [(r.unit.name, r.start - T0, r.end - T0) for r in plan.reservations] == [
+        ("big", 300, 400),
+        ("mid", 100, 250),
+        ("small", 400, 1400),
+    ]
+    small = plan.outcome("pod ns/small")
+    assert small is not None
+    assert small.reservation is plan.reservations[2]
+
+
+DENIED_BY_MID = (
+    "pod ns/small fits now, but starting it could delay pod ns/mid, which is ahead of it in "
+    "the queue and has the resources reserved; waiting."
+)
+
+CONSERVATIVE_CASES = [
+    pytest.param(
+        90,
+        {},
+        None,
+        id="a job that ends before every reservation starts",
+    ),
+    pytest.param(
+        150,
+        {},
+        DENIED_BY_MID,
+        id="a job that would end before the head's reservation but run into the second "
+        "unit's waits (EASY would have started it)",
+    ),
+    pytest.param(
+        90,
+        {"mid_created": EARLIER},
+        DENIED_BY_MID,
+        id="the bound on hold-ups protects the second unit too: it has waited 5 s, less than "
+        "the job's 90 s",
+    ),
+]
+
+
+@pytest.mark.parametrize(("runtime", "setup", "denied"), CONSERVATIVE_CASES)
+def test_a_backfill_may_delay_no_reservation(
+    runtime: float, setup: dict[str, Any], denied: str | None
+) -> None:
+    plan = behind_two(runtime, **setup)
+    assert [r.unit.name for r in plan.reservations[:2]] == ["big", "mid"]
+    outcome = plan.outcome("pod ns/small")
+    assert outcome is not None
+    if denied is None:
+        assert bound_names(plan) == ["small"]
+        assert outcome.backfilled
+    else:
+        assert bound_names(plan) == []
+        assert outcome.message == denied
+        assert outcome.reservation is not None, "a job denied now reserves like any other"
+
+
+def test_units_of_one_shape_reserve_one_after_another() -> None:
+    pending = [pod(f"p{i}", cpu="2", runtime=50, created=HOUR_AGO) for i in range(3)]
+    plan = decide(pending, nodes=[node(cpu="2")], bound=[running_pod("r", "2", runtime=100)])
+    assert [(r.unit.name, r.start - T0) for r in plan.reservations] == [
+        ("p0", 100),
+        ("p1", 150),
+        ("p2", 200),
+    ]
+
+
+def test_a_unit_that_fits_nowhere_on_the_timeline_reserves_once_every_running_pod_ended() -> None:
+    plan = decide(
+        [pod("head", cpu="4", created=HOUR_AGO), pod("next", cpu="4", created=HOUR_AGO)],
+        bound=[running_pod("r", "1", runtime=None)],
+    )
+    head, following = plan.outcome("pod ns/head"), plan.outcome("pod ns/next")
+    assert head is not None
+    assert head.reservation is not None
+    assert head.reservation.start == policy.FOREVER
+    assert following is not None
+    assert following.reservation is None, "the unknown start is the head's: no room beside it"
 
 
 def test_the_reservation_is_at_the_first_end_after_which_the_head_fits() -> None:
