@@ -168,15 +168,12 @@ def node_ready(core: client.CoreV1Api, name: str) -> bool:
     )
 
 
-@pytest.fixture(scope="session")
-def node(
-    kubeconfig: str, core: client.CoreV1Api, tmp_path_factory: pytest.TempPathFactory
+@contextlib.contextmanager
+def running_node(
+    core: client.CoreV1Api, kubeconfig: str, root: Path, name: str, config: settings.Settings
 ) -> Iterator[Node]:
-    """The session's node agent, registered and Ready."""
-    local_only(kubeconfig)
-    root = tmp_path_factory.mktemp("node")
-    name = "kt-node-" + secrets.token_hex(3)
-    handle = Node(name, root, kubeconfig, node_settings(kubeconfig, root, name))
+    """A node agent with ``config``, registered and Ready for the block; removed after it."""
+    handle = Node(name, root, kubeconfig, config)
     handle.start()
     try:
         wait_for(lambda: node_ready(core, name) or handle.failed(), timeout=START_TIMEOUT)
@@ -189,6 +186,18 @@ def node(
         remove_all(root)
         with contextlib.suppress(ApiException):
             core.delete_node(name)
+
+
+@pytest.fixture(scope="session")
+def node(
+    kubeconfig: str, core: client.CoreV1Api, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Node]:
+    """The session's node agent, registered and Ready."""
+    local_only(kubeconfig)
+    root = tmp_path_factory.mktemp("node")
+    name = "kt-node-" + secrets.token_hex(3)
+    with running_node(core, kubeconfig, root, name, node_settings(kubeconfig, root, name)) as n:
+        yield n
 
 
 # -- pods -----------------------------------------------------------------------------------------

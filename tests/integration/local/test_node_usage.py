@@ -8,7 +8,6 @@ usage shows up within a second or two of a pod starting.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import secrets
@@ -24,15 +23,12 @@ from kubetrain import api
 from kubetrain.cli import jobkinds, main
 from tests.apiserver.conftest import Kubectl, wait_for
 from tests.integration.local.conftest import (
-    START_TIMEOUT,
     Node,
     container,
-    keep_schedulers_away,
     local_only,
-    node_ready,
     node_settings,
     python,
-    remove_all,
+    running_node,
     wait_pod,
 )
 
@@ -64,19 +60,8 @@ def metered(
     config = dataclasses.replace(
         node_settings(kubeconfig, root, name), stats_interval=STATS_INTERVAL
     )
-    handle = Node(name, root, kubeconfig, config)
-    handle.start()
-    try:
-        wait_for(lambda: node_ready(core, name) or handle.failed(), timeout=START_TIMEOUT)
-        if handle.failed():
-            raise AssertionError(f"the node agent failed: {handle.failed()!r}")
-        keep_schedulers_away(core, name)
+    with running_node(core, kubeconfig, root, name, config) as handle:
         yield handle
-    finally:
-        handle.stop()
-        remove_all(root)
-        with contextlib.suppress(ApiException):
-            core.delete_node(name)
 
 
 def start_pod(
