@@ -650,6 +650,72 @@ class Settling:
         return {}
 
 
+# -- evidence for a failure -----------------------------------------------------------------
+
+
+def _pod_line(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    containers = []
+    for c in status.get("containerStatuses") or []:
+        state = c.get("state") or {}
+        (what, detail), *_ = state.items() or [("none", {})]
+        code = f" exit {detail.get('exitCode')}" if what == "terminated" else ""
+        reason = f" {detail.get('reason')}" if detail.get("reason") else ""
+        containers.append(f"{c.get('name')}: {what}{reason}{code} restarts {c.get('restartCount')}")
+    return (
+        f"  pod {meta.get('name')} uid {meta.get('uid')} rv {meta.get('resourceVersion')} "
+        f"phase {status.get('phase')} node {(pod.get('spec') or {}).get('nodeName')} "
+        f"deleting {meta.get('deletionTimestamp')} containers [{'; '.join(containers)}]"
+    )
+
+
+async def unsettled(
+    client: kube.Client,
+    jobs: Sequence[Job],
+    namespace: str,
+    monitor: Monitor,
+    logs: Sequence[Process],
+    lines: int = 40,
+) -> str:
+    """What a job that did not reach its end shows: its status, its pods as the API server
+    holds them, every uid each of its pod names had over the run, and the lines of each
+    component's log that name it (the last ``lines`` of each); and the end of the log of a
+    component that is no longer running."""
+    out = [f"== {p.name} exited:\n{await asyncio.to_thread(p.tail)}" for p in logs if not p.running]
+    pods = (await client.list(PODS, namespace=namespace)).get("items") or []
+    for job in jobs:
+        try:
+            obj = await client.get(job.resource, job.name, namespace=namespace)
+        except kube.NotFound:
+            out.append(f"{job.name}: not found")
+            continue
+        if job.scenario.outcome == "Running":
+            if (condition(obj, reasons.RUNNING) or {}).get("status") == "True":
+                continue
+        elif ended(job, obj) is not None:
+            continue
+        out.append(f"{job.name} ({job.scenario.name}): status {obj.get('status')}")
+        mine = [
+            p
+            for p in pods
+            if p["metadata"]["name"] == job.name
+            or (p["metadata"].get("labels") or {}).get(JOB_LABEL) == job.name
+        ]
+        out += [_pod_line(p) for p in mine]
+        for pod in job.scenario.pods(job.name):
+            out.append(f"  uids of {pod} over the run: {monitor.uids.get(pod, [])}")
+        for process in logs:
+            try:
+                text = await asyncio.to_thread(process.log.read_text, errors="replace")
+            except OSError:
+                continue
+            named = [line for line in text.splitlines() if job.name in line]
+            out.append(f"  -- {process.name} log ({len(named)} lines name it)")
+            out += [f"    {line}" for line in named[-lines:]]
+    return "\n".join(out)
+
+
 # -- the checks -----------------------------------------------------------------------------
 
 

@@ -432,15 +432,26 @@ def pod_status(pod: Mapping[str, Any], observed: Observed, now: datetime) -> dic
     return status
 
 
-def patch(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any] | None:
+def patch(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any], *, uid: str = ""
+) -> dict[str, Any] | None:
     """A JSON merge patch of ``status`` that turns ``old`` into ``new`` for the owned fields
-    (None for a field ``new`` lacks), or None when nothing differs."""
+    (None for a field ``new`` lacks), or None when nothing differs.
+
+    With ``uid``, the patch also names the pod's ``metadata.uid``, so the API server refuses
+    it when the name now belongs to another pod: a pod deleted and made again under its name
+    (a controller replacing it) must not get its predecessor's end written over its own
+    status (kubelet's ``PatchPodStatus`` puts the uid in for the same reason)."""
     old = old or {}
     changes: dict[str, Any] = {}
     for key in OWNED_FIELDS:
         if old.get(key) != new.get(key):
             changes[key] = new.get(key)
-    return {"status": changes} if changes else None
+    if not changes:
+        return None
+    if uid:
+        return {"metadata": {"uid": uid}, "status": changes}
+    return {"status": changes}
 
 
 def qos_class(pod: Mapping[str, Any]) -> str:

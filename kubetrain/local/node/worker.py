@@ -615,7 +615,7 @@ class Worker:
         )
         current = self.current_status(pod)
         new = status.pod_status({**pod, "status": current}, observed, self.agent.now())
-        change = status.patch(current, new)
+        change = status.patch(current, new, uid=self.uid)  # never lands on a newer pod of that name
         if change is None:
             return
         meta = pod.get("metadata") or {}

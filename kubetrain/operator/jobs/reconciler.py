@@ -15,7 +15,10 @@ One :class:`JobReconciler` per kind, all alike (house rule 12): the framework is
    call has upstream's event and metric.
 4. The status, written once to ``/status`` (a compare-and-swap on the resourceVersion read)
    and only if it changed; then the events, the job metrics, and the TTL deletion. A lost
-   compare-and-swap ends the pass quietly: the newer job's event brings the next one.
+   compare-and-swap ends the pass quietly only when the cache already holds a newer job (its
+   event has queued the next pass); otherwise the 409 is raised, to be retried with back-off.
+   A 409 promises no event: a proxy or a webhook may answer one with nothing newer behind
+   it, and a job left waiting for an event that never comes would wait for good.
 5. A failed call raises after the rest was done, to be retried with back-off; otherwise the
    job is looked at again when the plan says (deadline, TTL) or on the next event.
 
@@ -228,12 +231,16 @@ class JobReconciler:
             try:
                 await self._write_status(raw, decided.status)
             except kube.Conflict:
-                # The cache trails a newer job, whose event reconciles it again; this pass's
-                # condition events and counts come from that pass instead.
-                log.debug("%s %s: status written meanwhile; reconciling again", self.kind, key)
+                # This pass's condition events and counts come from the next pass instead.
                 if failures:
                     raise failures[0] from None
-                return Result()
+                if self._cache_moved_on(key, raw):
+                    # The newer job's event came during this pass and queued the job again.
+                    log.debug("%s %s: status written meanwhile; reconciling again", self.kind, key)
+                    return Result()
+                # Nothing newer in the cache: its event may be on its way, or there is none
+                # (a 409 no newer version caused). No event is certain, so retry.
+                raise
             _log_state(self.kind, key, raw.get("status"), decided.status)
         await self._emit(raw, [*self._exits.pop(key, []), *decided.events])
         for metric in decided.metrics:
@@ -245,6 +252,16 @@ class JobReconciler:
         if decided.problem is not None:
             raise JobProblem(f"{self.kind} {key}: {decided.problem}")
         return Result(requeue_after=decided.requeue_after)
+
+    def _cache_moved_on(self, key: Key, raw: Mapping[str, Any]) -> bool:
+        """Whether the cache holds another version of the job than ``raw`` (or none now): the
+        event that brought it has queued the job again."""
+        cached = self.jobs.get(key.namespace, key.name)
+        if cached is None:
+            return True
+        return children.metadata(cached).get("resourceVersion") != children.metadata(raw).get(
+            "resourceVersion"
+        )
 
     def _pod_group(self, key: Key) -> dict[str, Any] | None:
         if self.pod_groups is None:

@@ -268,7 +268,11 @@ def test_a_command_not_on_this_host_fails_with_the_reason(
     terminated = container_status(pod, "main")["state"]["terminated"]
     assert terminated["reason"] == "ContainerCannotRun"
     assert "no-such-tool" in terminated["message"]
-    assert any(
-        e.reason == "Failed" and "no-such-tool" in e.message
-        for e in events_of(core, namespace, "missing")
+    # the event is written beside the status, not before it: wait for it too
+    wait_for(
+        lambda: any(
+            e.reason == "Failed" and "no-such-tool" in e.message
+            for e in events_of(core, namespace, "missing")
+        ),
+        timeout=10,
     )

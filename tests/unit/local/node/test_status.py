@@ -326,6 +326,20 @@ def test_the_patch_holds_only_what_changed() -> None:
     assert change is not None
     assert set(change["status"]) == {"phase", "conditions", "containerStatuses"}
     assert change["status"]["phase"] == "Running"
+    assert "metadata" not in change
+
+
+def test_the_patch_names_its_pod_so_a_successor_of_the_same_name_is_not_written() -> None:
+    """A replaced pod's worker may write its end after the replacement (same name, another
+    uid) exists; the uid in the patch makes the API server refuse that write."""
+    pod = make_pod()
+    before = compute(pod, observe())
+    after = compute({**pod, "status": before}, observe(main=[exited(code=137)]))
+    change = status.patch(before, after, uid="uid-of-the-old-pod")
+    assert change is not None
+    assert change["metadata"] == {"uid": "uid-of-the-old-pod"}
+    assert change["status"]["phase"] == after["phase"]
+    assert status.patch(after, after, uid="uid-of-the-old-pod") is None
 
 
 QOS = {

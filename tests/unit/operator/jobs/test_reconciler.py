@@ -14,7 +14,7 @@ import pytest
 from kubetrain import frameworks, kube
 from kubetrain.operator.jobs import children, reconciler
 from kubetrain.operator.jobs.settings import Settings
-from kubetrain.operator.runtime import controller, manager
+from kubetrain.operator.runtime import controller, manager, workqueue
 from kubetrain.operator.runtime import metrics as metrics_
 from tests.builders import mpijob, pytorchjob
 from tests.unit.operator.jobs.world import T0
@@ -187,10 +187,74 @@ def test_a_failed_service_keeps_its_pod_back_and_the_pass_is_retried_after_the_r
     assert "FailedCreateService" in {e.get("reason") for e in events}
 
 
-def test_a_lost_status_race_ends_the_pass_quietly_without_events() -> None:
+def conflict_on_status(api: FakeApi, before: Any = None) -> None:
+    """The next status write is answered 409, after ``before()`` ran (an event that arrives
+    while the write is on its way)."""
+    original = api.replace
+
+    async def replace(resource: kube.Resource, body: Any, **options: Any) -> dict[str, Any]:
+        if options.get("subresource") != "status":
+            return await original(resource, body, **options)
+        api.replace = original  # type: ignore[method-assign]
+        api.calls.append(f"replace/status {resource.plural}/")
+        if before is not None:
+            before()
+        raise kube.Conflict("the object has been modified", code=409, reason="Conflict")
+
+    api.replace = replace  # type: ignore[method-assign]
+
+
+def one_pass(made: Any) -> tuple[str, workqueue.WorkQueue[controller.Key]]:
+    """One reconcile of KEY as the worker loop runs it, with the job store wired to the queue
+    as the manager wires it; the outcome, and the queue after the pass."""
+
+    async def main() -> tuple[str, workqueue.WorkQueue[controller.Key]]:
+        queue: workqueue.WorkQueue[controller.Key] = workqueue.WorkQueue("pytorchjob")
+        made.jobs.add_enqueuer(lambda type, obj, old: queue.add(KEY))
+        runner = controller.Controller("pytorchjob", made, metrics=None)
+        queue.add(KEY)
+        key = queue.get_nowait()
+        assert key == KEY
+        try:
+            outcome = await runner.process(queue, key)
+        finally:
+            queue.done(key)
+        return outcome, queue
+
+    return asyncio.run(main())
+
+
+def test_a_409_on_the_status_with_no_newer_job_cached_is_retried() -> None:
+    """docs/reliability.md, the stall under faults: a 409 that no newer job caused (the fault
+    proxy's) ended the pass quietly, waiting for the event of a newer job that did not exist;
+    no event came, and the job stayed Running for good after its pods had ended."""
     api, made, metrics = harness(pytorch())
-    api.fail[("replace/status", "pytorchjobs")] = [kube.Conflict("stale", code=409)]
-    assert reconcile(made) == controller.Result()
+    conflict_on_status(api)
+    with pytest.raises(kube.Conflict):
+        reconcile(made)
+    reasons = {o.get("reason") for (plural, _, _), o in api.objects.items() if plural == "events"}
+    assert "PyTorchJobCreated" not in reasons, "the next pass emits this pass's events"
+    assert metrics.jobs_created.labels(job_namespace="ns", framework="pytorch").value == 0
+
+
+def test_after_a_409_with_no_newer_job_cached_the_worker_loop_holds_the_job_for_a_retry() -> None:
+    api, made, _ = harness(pytorch())
+    conflict_on_status(api)
+    outcome, queue = one_pass(made)
+    assert outcome == controller.ERROR
+    assert queue.waiting == 1, "retried after its back-off, with no event needed"
+
+
+def test_a_409_on_the_status_after_the_cache_got_a_newer_job_ends_the_pass_quietly() -> None:
+    """The usual race: the job changed while the pass ran; its event queued the job again."""
+    api, made, metrics = harness(pytorch())
+    newer = copy.deepcopy(made.jobs.get("ns", "a"))
+    newer["metadata"]["resourceVersion"] = "2"
+    conflict_on_status(api, before=lambda: made.jobs.apply("MODIFIED", newer))
+    outcome, queue = one_pass(made)
+    assert outcome == controller.SUCCESS
+    assert len(queue) == 1, "queued again at once, by the event"
+    assert queue.waiting == 0
     reasons = {o.get("reason") for (plural, _, _), o in api.objects.items() if plural == "events"}
     assert "PyTorchJobCreated" not in reasons
     assert metrics.jobs_created.labels(job_namespace="ns", framework="pytorch").value == 0
