@@ -39,7 +39,7 @@ from typing import Any, Final
 
 from kubetrain import _aio, frameworks, kube
 from kubetrain.errors import KubetrainError
-from kubetrain.operator.jobs import children, companions, gang, plan, ports, reasons
+from kubetrain.operator.jobs import children, companions, conditions, gang, plan, ports, reasons
 from kubetrain.operator.jobs import settings as settings_
 from kubetrain.operator.runtime import cache, controller, expectations, manager
 
@@ -242,7 +242,12 @@ class JobReconciler:
                 # (a 409 no newer version caused). No event is certain, so retry.
                 raise
             _log_state(self.kind, key, raw.get("status"), decided.status)
-        await self._emit(raw, [*self._exits.pop(key, []), *decided.events])
+        exits = self._exits.pop(key, [])
+        if conditions.is_finished(raw.get("status") or {}):
+            # Upstream reports exits while the job runs, not those of the pods its end stops
+            # (cleanPodPolicy): their SIGTERM is no error of the job's.
+            exits = []
+        await self._emit(raw, [*exits, *decided.events])
         for metric in decided.metrics:
             self._count(key.namespace, metric)
         if decided.delete_job:

@@ -327,3 +327,38 @@ def test_rbac_is_skipped_where_the_api_server_serves_none() -> None:
     reconcile(made)
     assert "create roles/a-launcher" in api.calls
     assert api.calls.count("create serviceaccounts/a-launcher") == 1, "created once"
+
+
+def _ended(pod: dict[str, Any], code: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The pod while it ran, and once its container ended with ``code``."""
+    running = copy.deepcopy(pod)
+    running["status"] = {"phase": "Running", "containerStatuses": [
+        {"name": "pytorch", "state": {"running": {}}}
+    ]}  # fmt: skip
+    ended = copy.deepcopy(pod)
+    ended["status"] = {"phase": "Failed", "containerStatuses": [
+        {"name": "pytorch", "state": {"terminated": {"exitCode": code, "reason": "Error"}}}
+    ]}  # fmt: skip
+    return running, ended
+
+
+@pytest.mark.parametrize(
+    ("finished", "reported"),
+    [
+        (False, ["event ExitedWithCode", "event Error"]),  # a running job's pod exits: upstream's
+        (True, []),  # a finished job's pods stopped by cleanPodPolicy: no error of the job's
+    ],
+)
+def test_pod_exits_are_reported_while_the_job_runs_only(
+    finished: bool, reported: list[str]
+) -> None:
+    api, made, _ = restarting_world()
+    if finished:
+        job = made.jobs.get("ns", "a")
+        job["status"] = {"conditions": [{"type": "Succeeded", "status": "True"}]}
+    pod = made.pods.get("ns", "a-worker-0") or api.objects[("pods", "ns", "a-worker-0")]
+    running, ended = _ended(pod, 143)
+    made._on_pod("MODIFIED", ended, running)
+    reconcile(made)
+    events = [c for c in api.calls if c in ("event ExitedWithCode", "event Error")]
+    assert events == reported
