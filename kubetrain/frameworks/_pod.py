@@ -62,7 +62,7 @@ class PodContract:
         mounts and volumes are appended; the restartPolicy is replaced; a host port replaces
         the named port's number (or is added as that port when the container lacks it).
         """
-        pod = copy.deepcopy(dict(template or {}))
+        pod = _copy(dict(template or {}))
         metadata = pod.setdefault("metadata", {})
         metadata["name"] = self.name
         metadata["labels"] = {**(metadata.get("labels") or {}), **self.labels}
@@ -76,26 +76,41 @@ class PodContract:
             name = container.get("name")
             added_env = self.env.get(name, ())
             if added_env:
-                container["env"] = [*(container.get("env") or []), *copy.deepcopy(added_env)]
+                container["env"] = [*(container.get("env") or []), *map(_copy, added_env)]
             mounts = self.volume_mounts.get(name, ())
             if mounts:
                 container["volumeMounts"] = [
                     *(container.get("volumeMounts") or []),
-                    *copy.deepcopy(mounts),
+                    *map(_copy, mounts),
                 ]
         if self.host_port is not None:
             _set_host_port(containers, self.host_port)
         if self.init_containers:
             spec["initContainers"] = [
                 *(spec.get("initContainers") or []),
-                *copy.deepcopy(self.init_containers),
+                *map(_copy, self.init_containers),
             ]
         if self.volumes:
-            spec["volumes"] = [*(spec.get("volumes") or []), *copy.deepcopy(self.volumes)]
+            spec["volumes"] = [*(spec.get("volumes") or []), *map(_copy, self.volumes)]
         if self.service_account_name and not spec.get("serviceAccountName"):
             spec["serviceAccountName"] = self.service_account_name
         spec["restartPolicy"] = self.restart_policy
         return pod
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists and scalars), several times faster than
+    ``copy.deepcopy``, which keeps a memo of every object for the sake of shared and cyclic
+    references that JSON cannot have; copying each pod's template was most of the time
+    spent planning a job's pods. Anything else is handed to ``copy.deepcopy``."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 def _set_host_port(containers: list[dict[str, Any]], host_port: HostPort) -> None:

@@ -140,6 +140,44 @@ def test_apply_lays_the_contract_over_a_copy_of_the_template() -> None:
     assert pod["spec"]["restartPolicy"] == "OnFailure"
 
 
+def _containers_in(value: Any) -> dict[int, Any]:
+    """Every dict, list and tuple reachable from ``value``, by id."""
+    found: dict[int, Any] = {}
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found[id(item)] = item
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            found[id(item)] = item
+            stack.extend(item)
+    return found
+
+
+def test_a_pod_shares_no_dict_or_list_with_its_template_its_contract_or_another_pod() -> None:
+    # MPI's launcher gets every kind of addition: env, init containers, mounts and volumes.
+    job = mpijob("ns", "m").replica("Launcher", 1).workers(1).build()
+    template = job.replica_specs()["Launcher"].template
+    template["spec"]["tolerations"] = ({"key": "a", "operator": "Exists"},)  # not JSON: a tuple
+    contract = frameworks.pod_contract(job, "Launcher", 0)
+    first, second = contract.apply(template), contract.apply(template)
+    assert first == second
+    assert first["spec"]["tolerations"] == template["spec"]["tolerations"]
+    assert first["spec"]["initContainers"]
+    assert first["spec"]["volumes"]
+    sources = (
+        template,
+        contract.env,
+        contract.init_containers,
+        contract.volumes,
+        contract.volume_mounts,
+    )
+    shared = _containers_in(sources).keys() & _containers_in(first).keys()
+    assert not shared
+    assert not _containers_in(first).keys() & _containers_in(second).keys()
+
+
 def test_asking_for_a_replica_type_the_job_lacks_is_an_error() -> None:
     job = pytorchjob("ns", "a").workers(1).build()
     with pytest.raises(frameworks.ContractError) as error:

@@ -32,6 +32,7 @@ class Recorded:
     content_type: str
     body: Any
     headers: dict[str, str]
+    query_string: str = ""  # as sent, still percent-encoded
 
 
 @dataclass
@@ -72,6 +73,7 @@ class FakeApi:
                 request.headers.get("Content-Type", ""),
                 body,
                 dict(request.headers),
+                request.raw_path.partition("?")[2],
             )
         )
         route = self.routes.get((method, request.path))
@@ -186,14 +188,21 @@ def configmap_list(rv: int, *names: str, continue_token: str | None = None) -> d
 
 
 @contextlib.asynccontextmanager
-async def serving(fake: FakeApi, **client_options: Any) -> AsyncIterator[kube.Client]:
-    """A kube.Client talking to ``fake`` over a local socket."""
+async def serving(
+    fake: FakeApi,
+    configure: Callable[[Configuration], None] | None = None,
+    **client_options: Any,
+) -> AsyncIterator[kube.Client]:
+    """A kube.Client talking to ``fake`` over a local socket; ``configure`` may add to its
+    configuration (credentials, say) before the client is made."""
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", fake.handle)
     server = TestServer(app)
     await server.start_server()
     try:
         configuration = Configuration(host=str(server.make_url("")).rstrip("/"))
+        if configure is not None:
+            configure(configuration)
         async with kube.Client(configuration, **client_options) as client:
             yield client
     finally:

@@ -6,10 +6,12 @@ errors, including no answer at all within the default timeout."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import pytest
 from aiohttp import web
+from kubernetes.aio.client import Configuration, V1OwnerReference
 
 from kubetrain import kube
 from tests.unit.kube.fakeapi import FakeApi, answer, configmap_list, fail, run, serving
@@ -155,6 +157,70 @@ def test_delete_sends_delete_options_with_policy_and_preconditions() -> None:
         "propagationPolicy": "Foreground",
         "preconditions": {"uid": "u-1"},
     }
+
+
+def test_query_values_are_percent_encoded_as_the_kubernetes_library_encodes_them() -> None:
+    fake = FakeApi()
+    fake.on("GET", "/api/v1/namespaces/ns/configmaps", answer(configmap_list(1)))
+    selector = "app in (a, b),!canary,tier=web"
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.list(
+                CONFIGMAPS, namespace="ns", label_selector=selector, limit=5, continue_token="e+/="
+            )
+
+    run(scenario())
+    request = fake.requests[0]
+    assert request.query == {"labelSelector": selector, "limit": "5", "continue": "e+/="}
+    assert request.query_string == (
+        "labelSelector=app%20in%20(a,%20b),!canary,tier%3Dweb&limit=5&continue=e%2B/%3D"
+    )
+
+
+def test_library_objects_and_datetimes_in_a_body_are_sent_as_the_library_sends_them() -> None:
+    fake = FakeApi()
+    fake.on("POST", "/api/v1/namespaces/ns/configmaps", answer({"metadata": {"name": "a"}}, 201))
+    owner = V1OwnerReference(api_version="v1", kind="Pod", name="p", uid="u-1")
+    when = datetime.datetime(2024, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
+    body = {"metadata": {"name": "a", "ownerReferences": [owner]}, "data": {"at": when}}
+
+    async def scenario() -> None:
+        async with serving(fake) as client:
+            await client.create(CONFIGMAPS, body, namespace="ns")
+
+    run(scenario())
+    request = fake.requests[0]
+    assert request.content_type == "application/json"
+    assert request.body == {
+        "metadata": {
+            "name": "a",
+            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u-1"}],
+        },
+        "data": {"at": "2024-01-02T03:04:05+00:00"},
+    }
+
+
+def test_a_get_carries_no_body_and_the_token_is_read_again_for_every_call() -> None:
+    fake = FakeApi()
+    fake.on("GET", "/version", answer({"gitVersion": "v1.31.0"}))
+    tokens = iter(["Bearer first", "Bearer second"])
+
+    def refresh(configuration: Configuration) -> None:  # a rotated service-account token
+        configuration.api_key["authorization"] = next(tokens)
+
+    def configure(configuration: Configuration) -> None:
+        configuration.api_key["authorization"] = "Bearer stale"
+        configuration.refresh_api_key_hook = refresh
+
+    async def scenario() -> None:
+        async with serving(fake, configure) as client:
+            await client.request("GET", "/version", body={"ignored": True})
+            await client.request("GET", "/version")
+
+    run(scenario())
+    assert [r.headers["Authorization"] for r in fake.requests] == ["Bearer first", "Bearer second"]
+    assert [r.body for r in fake.requests] == [None, None]
 
 
 def test_list_all_follows_continue_tokens_and_keeps_the_first_pages_version() -> None:
