@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import Mapping
 
-from kubetrain import frameworks, kube
+from kubetrain import _collector, frameworks, kube
 from kubetrain.cli import apiserver
 from kubetrain.operator import process
 from kubetrain.operator.jobs import settings as job_settings
@@ -183,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
         handler.addFilter(logcontext.Filter())
     try:
         opts = options(args, os.environ)
-        asyncio.run(_serve(args, opts))
+        with _collector.long_lived():
+            asyncio.run(_serve(args, opts))
     except (ValueError, kube.ConfigError) as exc:
         print(f"kubetrain operator: {exc}", file=sys.stderr)
         return 2
