@@ -1,6 +1,6 @@
 """``resources.limits.cpu`` on the local node, best effort: a cgroup v2 ``cpu.max`` where the
-node may write one, else a duty-cycle throttler that stops and continues the container's
-processes.
+node may write one; on request, elsewhere, a duty-cycle throttler that stops and continues the
+container's processes.
 
 Kubernetes enforces a CPU limit with CFS bandwidth control: in every 100 ms period the
 container's cgroup may run for ``limit × 100 ms`` of CPU time, then waits for the next one.
@@ -12,10 +12,11 @@ limit, into which the container's processes moved before exec; else one made her
 they are moved once they run).
 
 Elsewhere (cgroup v1, or no write access: this project's CI is such a host) a
-:class:`Throttle` keeps the average instead. Every ``period`` (0.1 s) it looks at the CPU time
-of the container's process tree (:mod:`.stats` counts it the same way), and once the tree has
-used more than ``limit × elapsed`` it stops the tree (SIGSTOP to the container's process group
-and to every process of the tree) until that debt is paid back at the limit's rate, then
+:class:`Throttle` can keep the average instead (``cpu_limits: throttle``). Every ``period``
+(0.1 s) it looks at the CPU time of the container's process tree (:mod:`.stats` counts it
+the same way), and once the tree has used more than ``limit × elapsed`` it stops the tree
+(SIGSTOP to the container's process group and to every process of the tree) until that debt
+is paid back at the limit's rate, then
 continues it (SIGCONT). What "best effort" means there:
 
 - the limit holds on average over about a second, not in every 100 ms: a busy loop under a
@@ -28,8 +29,12 @@ continues it (SIGCONT). What "best effort" means there:
   agent, whose throttle starts with a SIGCONT. Only an agent killed with SIGKILL in the middle
   of a stop leaves its container stopped until the agent runs again.
 
-It is on by default (node setting ``cpu_limits: auto``); ``throttle`` skips the cgroup and
-``off`` enforces nothing, as a node without CFS quota would.
+The throttle is not the default: a process that is stopped and continued sees some blocking
+calls fail with EINTR even without a signal handler (socket reads with a timeout, ``epoll_wait``,
+``select``; signal(7)), and not every program retries them (xgboost's tracker handshake gives
+up). The default (node setting ``cpu_limits: auto``) is the cgroup where one can be written,
+and no enforcement where none can, as a node without CFS quota; ``throttle`` asks for the
+throttle on such hosts, and ``off`` enforces nothing.
 
 Owns: reading a container's CPU limit, the cgroup's ``cpu.max``, and the throttle. Must not:
 start or kill containers, or talk to the API server.
@@ -302,8 +307,8 @@ async def enforce(
     period: float = 0.1,
 ) -> None:
     """Hold the running attempt ``cid`` to ``limit`` cores until it ends (or until
-    cancelled): with a cgroup where ``mode`` is ``auto`` and one can be written, else with the
-    throttle."""
+    cancelled): with a cgroup where ``mode`` is ``auto`` and one can be written (else not at
+    all), with the throttle where ``mode`` is ``throttle``."""
     processes = await asyncio.to_thread(node_runtime.processes, cid)
     if processes is None:
         return
@@ -320,5 +325,7 @@ async def enforce(
             finally:
                 placed.remove()  # cancelled: gone if empty, else it keeps holding the container
             return
+        log.debug("cpu limit of %s/%s: %s, no cgroup to hold it", cid.pod_uid, cid.name, limit)
+        return
     log.debug("cpu limit of %s/%s: %s, throttled", cid.pod_uid, cid.name, limit)
     await throttle(Tree(processes), limit, period)

@@ -58,8 +58,8 @@ class Settings:
     orphan_grace: float = 2.0  # grace for processes of a pod that vanished from the API
     # how often every running container's CPU and memory are sampled (/stats/summary)
     stats_interval: float = DEFAULT_STATS_INTERVAL
-    # resources.limits.cpu: "auto" = a cgroup v2 cpu.max where the node may write one, else
-    # the throttler (SIGSTOP/SIGCONT); "throttle" = always the throttler; "off" = not enforced
+    # resources.limits.cpu: "auto" = a cgroup v2 cpu.max where the node may write one, else not
+    # enforced; "throttle" = the stop/continue throttler (see cpulimit); "off" = not enforced
     cpu_limits: Literal["auto", "throttle", "off"] = "auto"
     cpu_limit_period: float = 0.1  # the throttler's look at a limited container: this often
     watch: watch.Settings = field(default_factory=watch.Settings)

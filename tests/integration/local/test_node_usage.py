@@ -58,7 +58,9 @@ def metered(
     root = tmp_path_factory.mktemp("metered")
     name = "kt-usage-" + secrets.token_hex(3)
     config = dataclasses.replace(
-        node_settings(kubeconfig, root, name), stats_interval=STATS_INTERVAL
+        node_settings(kubeconfig, root, name),
+        stats_interval=STATS_INTERVAL,
+        cpu_limits="throttle",  # this host has no writable cgroup v2: the throttle, asked for
     )
     with running_node(core, kubeconfig, root, name, config) as handle:
         yield handle
