@@ -26,6 +26,7 @@ from kubetrain.errors import KubetrainError
 
 # Looks a runtime up by (kind, namespace, name); namespace is None for ClusterTrainingRuntime.
 RuntimeLookup = Callable[[str, str | None, str], "_trainer.Runtime | None"]
+PriorityClassLookup = Callable[[str], bool]  # whether a PriorityClass of that name exists
 # How deeply an object may nest objects and arrays, as the local API server and the command
 # line allow: far beyond real objects (kubetrain's deepest, its CRD schemas, nest about 35),
 # and well inside what parsing, validation and printing can recurse through.
@@ -63,12 +64,14 @@ def review(
     *,
     find_runtime: RuntimeLookup | None = None,
     now: str | None = None,
+    find_priority_class: PriorityClassLookup | None = None,
 ) -> Review:
     """Judge ``raw`` (a create, or an update from ``old``). Never raises for bad input.
 
     ``now`` (RFC 3339) is the API server's time: given, a valid TrainJob's
     ``runtimePatches[].time`` are stamped as upstream's mutating webhook does; without it
-    (offline checks, the operator) they are left as written."""
+    (offline checks, the operator) they are left as written. ``find_priority_class``, given,
+    checks that a Volcano runtime's ``priorityClassName`` exists, as upstream's plugin does."""
     subject = _parse.subject(raw)
     too_deep = _too_deep(raw)
     if too_deep is not None:
@@ -87,7 +90,7 @@ def review(
     if isinstance(obj, JobKind):
         verdict = _review_v1(subject, obj, old_obj)
     else:
-        verdict = _review_trainer(subject, obj, old_obj, find_runtime, now)
+        verdict = _review_trainer(subject, obj, old_obj, find_runtime, now, find_priority_class)
     if unknown:
         return Review(subject, None, (*unknown, *verdict.errors), verdict.warnings)
     return verdict
@@ -118,10 +121,13 @@ def _review_trainer(
     old: Any,
     find_runtime: RuntimeLookup | None,
     now: str | None,
+    find_priority_class: PriorityClassLookup | None = None,
 ) -> Review:
     defaulted = _trainer_defaults.set_defaults(obj)
     old_defaulted = _trainer_defaults.set_defaults(old) if old is not None else None
-    errors = _trainer_validation.validate(defaulted, old_defaulted, find_runtime=find_runtime)
+    errors = _trainer_validation.validate(
+        defaulted, old_defaulted, find_runtime=find_runtime, find_priority_class=find_priority_class
+    )
     warnings = tuple(_trainer_validation.warnings(defaulted, find_runtime=find_runtime))
     if errors:
         return Review(subject, None, tuple(errors), warnings)

@@ -11,9 +11,10 @@ validated by ``_runtime_validation``; this module dispatches to it.
 Runtime-dependent TrainJob checks run only when a runtime lookup is given; without one (an
 offline check of a single file) they are skipped, since nothing can be said about the runtime.
 
-Deliberately not checked: torchtune recipes and configs (``tune run`` commands), the Volcano
-``priorityClassName`` lookup and the "JobSet still active" guard on patches, which need the
-cluster. Pure; never raises for malformed input.
+Deliberately not checked: torchtune recipes and configs (``tune run`` commands) and the
+"JobSet still active" guard on patches, which need the cluster. The Volcano
+``priorityClassName`` lookup runs where the caller gives one (the local API server). Pure;
+never raises for malformed input.
 
 kubetrain's additions, each because upstream would accept the TrainJob and then silently
 ignore part of it:
@@ -67,6 +68,7 @@ from kubetrain.api._trainer import (
 from kubetrain.api._trainer_defaults import set_defaults
 
 RuntimeLookup = Callable[[str, "str | None", str], "Runtime | None"]
+PriorityClassLookup = Callable[[str], bool]
 
 # --- upstream messages (CRD CEL rules, webhooks, plugins) -----------------------------------
 
@@ -112,6 +114,11 @@ ENV_INJECTION_TARGET_MESSAGE = (
     'envInjection target podSet "{job}" container "{container}" not found in runtime template'
 )
 VOLCANO_QUEUE_MESSAGE = "Volcano queue name must not be empty"
+VOLCANO_PRIORITY_CLASS_PATH = "spec.templateSpec.priorityClassName"  # upstream's path
+VOLCANO_PRIORITY_CLASS_MESSAGE = (
+    'PriorityClass "{name}" doesn\'t exist: priorityclasses.scheduling.k8s.io "{name}" not found'
+)
+SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 DEPRECATION_POLICY_URL = (
     "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 )
@@ -194,10 +201,12 @@ def validate(
     old: TrainerKind | None = None,
     *,
     find_runtime: RuntimeLookup | None = None,
+    find_priority_class: PriorityClassLookup | None = None,
 ) -> list[FieldError]:
     """Every problem with a defaulted ``obj`` (and with the change from ``old``, on update)."""
     if isinstance(obj, TrainJob):
-        return _validate_trainjob(obj, old if isinstance(old, TrainJob) else None, find_runtime)
+        before = old if isinstance(old, TrainJob) else None
+        return _validate_trainjob(obj, before, find_runtime, find_priority_class)
     if isinstance(obj, TrainingRuntime | ClusterTrainingRuntime):
         return rv.validate_runtime(obj)
     return []
@@ -239,7 +248,10 @@ def domain_prefixed_path_errors(value: str, path: Path) -> list[FieldError]:
 
 
 def _validate_trainjob(
-    job: TrainJob, old: TrainJob | None, find_runtime: RuntimeLookup | None
+    job: TrainJob,
+    old: TrainJob | None,
+    find_runtime: RuntimeLookup | None,
+    find_priority_class: PriorityClassLookup | None = None,
 ) -> list[FieldError]:
     errors = _trainjob_name_errors(job)
     spec = job.spec
@@ -255,7 +267,7 @@ def _validate_trainjob(
         runtime, lookup_errors = _resolve_runtime(job, find_runtime)
         errors += lookup_errors
         if runtime is not None:
-            errors += _runtime_dependent_errors(job, runtime)
+            errors += _runtime_dependent_errors(job, runtime, find_priority_class)
     if old is not None and old.spec is not None:
         errors += _update_errors(job, old, runtime)
     return errors
@@ -563,7 +575,9 @@ def _resolve_runtime(
     return None, [fe.invalid(path, ref.to_dict(), detail)]
 
 
-def _runtime_dependent_errors(job: TrainJob, runtime: Runtime) -> list[FieldError]:
+def _runtime_dependent_errors(
+    job: TrainJob, runtime: Runtime, find_priority_class: PriorityClassLookup | None = None
+) -> list[FieldError]:
     jobs = rv.replicated_jobs(runtime)
     policy = runtime.spec.ml_policy if runtime.spec else None
     errors = _initializer_runtime_errors(job, jobs)
@@ -572,7 +586,7 @@ def _runtime_dependent_errors(job: TrainJob, runtime: Runtime) -> list[FieldErro
     errors += _trainer_target_errors(job, runtime, jobs)
     if policy is not None:
         errors += _policy_plugin_errors(job, policy, jobs)
-    errors += _volcano_errors(job, runtime)
+    errors += _volcano_errors(job, runtime, jobs, find_priority_class)
     return errors
 
 
@@ -811,11 +825,41 @@ def _flux_plugin_errors(trainer: Trainer | None, jobs: list[ReplicatedJob]) -> l
     return errors
 
 
-def _volcano_errors(job: TrainJob, runtime: Runtime) -> list[FieldError]:
-    """The Volcano plugin: a queue annotation on the JobSet, if present, must not be empty."""
+def _volcano_errors(
+    job: TrainJob,
+    runtime: Runtime,
+    jobs: list[ReplicatedJob],
+    find_priority_class: PriorityClassLookup | None,
+) -> list[FieldError]:
+    """The Volcano plugin: a queue annotation on the JobSet, if present, must not be empty;
+    a pod template's ``priorityClassName`` must name a PriorityClass that exists (checked
+    where a lookup is given: the API server's admission)."""
     spec = runtime.spec
     if spec is None or spec.pod_group_policy is None or spec.pod_group_policy.volcano is None:
         return []
+    annotations: dict[str, str] = {}
+    if spec.template is not None and spec.template.metadata is not None:
+        annotations.update(spec.template.metadata.annotations or {})
+    annotations.update((job.spec.annotations if job.spec else None) or {})
+    for patch in (job.spec.runtime_patches if job.spec else None) or ():
+        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
+        if template is not None and template.metadata is not None:
+            annotations.update(template.metadata.annotations or {})
+    errors: list[FieldError] = []
+    if annotations.get(VOLCANO_QUEUE_ANNOTATION) == "":
+        path = Path("spec").child("annotations").key(VOLCANO_QUEUE_ANNOTATION)
+        errors.append(fe.invalid(str(path), "", VOLCANO_QUEUE_MESSAGE))
+    for replicated in jobs if find_priority_class is not None else ():
+        pod_spec = replicated.pod_template.get("spec") if replicated.pod_template else None
+        name = pod_spec.get("priorityClassName") if isinstance(pod_spec, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in SYSTEM_PRIORITY_CLASSES:
+            break  # upstream stops looking at the first of these
+        if find_priority_class is not None and not find_priority_class(name):
+            detail = VOLCANO_PRIORITY_CLASS_MESSAGE.format(name=name)
+            errors.append(fe.invalid(VOLCANO_PRIORITY_CLASS_PATH, name, detail))
+    return errors
     annotations: dict[str, str] = {}
     if spec.template is not None and spec.template.metadata is not None:
         annotations.update(spec.template.metadata.annotations or {})

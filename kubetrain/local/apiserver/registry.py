@@ -592,7 +592,13 @@ class Registry:
         to store (as sent for kubeflow.org/v1; defaulted for trainer.kubeflow.org)."""
         if r.group not in KUBETRAIN_GROUPS or (r.group, r.kind) not in api.KINDS:
             return obj
-        verdict = api.review(obj, old, find_runtime=self._find_runtime, now=self.now())
+        verdict = api.review(
+            obj,
+            old,
+            find_runtime=self._find_runtime,
+            now=self.now(),
+            find_priority_class=self._has_priority_class,
+        )
         opts.warnings.extend(verdict.warnings)
         if not verdict.ok or verdict.obj is None:
             causes = [_field_error_cause(e) for e in verdict.errors]
@@ -613,6 +619,9 @@ class Registry:
             return None
         parsed, _ = api.parse(item.obj)
         return parsed
+
+    def _has_priority_class(self, name: str) -> bool:
+        return self.store.get(store.Key("priorityclasses.scheduling.k8s.io", "", name)) is not None
 
     def _record(
         self,

@@ -656,3 +656,40 @@ def test_a_runtime_is_created_with_upstream_s_mpi_defaults(kubeconfig: str, name
             "runLauncherAsNode": False,
         },
     }
+
+
+def test_a_volcano_runtime_s_priority_class_must_exist_in_the_api_server(
+    kubeconfig: str, namespace: str
+) -> None:
+    """Upstream's Volcano plugin refuses a TrainJob whose pod templates name a PriorityClass
+    that does not exist; once it is created, the same TrainJob is admitted."""
+    priority_classes = kube.Resource(
+        "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False, kind="PriorityClass"
+    )
+    klass = f"kt-{namespace}"
+
+    async def body() -> tuple[str | None, str | None]:
+        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
+            doc = runtime("torch", name=f"volcano-{namespace}").pod_group_policy(volcano={})
+            built = doc.build()
+            for rjob in built["spec"]["template"]["spec"]["replicatedJobs"]:
+                rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = klass
+            async with cluster_runtime(client, built):
+                job = trainjob("missing", runtime_name=f"volcano-{namespace}")
+                refused = await create(client, job.build(), namespace)
+                await client.create(
+                    priority_classes,
+                    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                     "metadata": {"name": klass}, "value": 1000},
+                )  # fmt: skip
+                try:
+                    job = trainjob("exists", runtime_name=f"volcano-{namespace}")
+                    admitted = await create(client, job.build(), namespace)
+                finally:
+                    await client.delete(priority_classes, klass)
+            return refused, admitted
+
+    refused, admitted = run(body())
+    assert refused is not None
+    assert f'PriorityClass "{klass}" doesn\'t exist' in refused
+    assert admitted is None

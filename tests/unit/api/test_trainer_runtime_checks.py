@@ -7,6 +7,7 @@ integration scenarios that create a runtime first.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -383,3 +384,43 @@ def test_a_trainjob_without_runtime_ref_is_judged_even_with_a_lookup() -> None:
     verdict = api.review(doc, find_runtime=FIND)
     assert [str(e) for e in verdict.errors] == ["spec.runtimeRef: Required value"]
     assert verdict.warnings == ()
+
+
+def _volcano_runtime_with_priority(priority_class: str) -> dict[str, Any]:
+    doc = copy.deepcopy(VOLCANO)
+    for rjob in doc["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("priority_class", "exists", "expected"),
+    [
+        ("high", True, []),
+        (
+            "missing",
+            False,
+            [
+                'spec.templateSpec.priorityClassName: Invalid value: "missing": PriorityClass '
+                '"missing" doesn\'t exist: priorityclasses.scheduling.k8s.io "missing" not found'
+            ],
+        ),
+        ("system-node-critical", False, []),  # upstream: the two system classes always exist
+    ],
+    ids=["an existing class", "a missing class", "a system class"],
+)
+def test_a_volcano_runtime_s_priority_class_must_exist(
+    priority_class: str, exists: bool, expected: list[str]
+) -> None:
+    """Upstream's Volcano plugin (volcano.go Validate): the pod templates' priorityClassName."""
+    find = lookup(_volcano_runtime_with_priority(priority_class))
+    asked: list[str] = []
+
+    def has(name: str) -> bool:
+        asked.append(name)
+        return exists
+
+    doc = trainjob("a", runtime_name="volcano").build()
+    assert messages(doc, find_runtime=find, find_priority_class=has) == expected
+    assert messages(doc, find_runtime=find) == [], "without a lookup, nothing is said"
+    assert asked == ([] if priority_class.startswith("system-") else [priority_class])
