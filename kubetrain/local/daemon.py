@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fcntl
 import gc as collector
 import json
@@ -69,6 +70,8 @@ READY_TIMEOUT = 60.0
 SHUTDOWN_TIMEOUT = 15.0
 # gc.set_threshold for the daemon: generation 0 at 50,000 allocations instead of 700.
 GC_THRESHOLDS = (50_000, 20, 100)
+RELEASE_EVERY = 15.0  # seconds between looks at whether a burst of writes is over
+RELEASE_AFTER = 100  # writes since the last release that make another worth doing
 
 
 def resolve_home(environ: Mapping[str, str], given: str | None = None) -> str:
@@ -173,6 +176,67 @@ def client_component(
             await body(client)
 
     return Component(name, run)
+
+
+class MemoryRelease:
+    """Hands freed memory back to the operating system once a burst of writes is over.
+
+    After a burst (a few hundred jobs, a namespace deleted), the store lets the burst's
+    history go within its window age (:mod:`kubetrain.local.apiserver.store`) and the objects
+    are freed, but glibc's allocator keeps the freed pages in its heaps: the daemon's resident
+    memory stays where the burst took it. Once at least ``after`` writes have come since the
+    last release and the store's history is back at its resting size, one full collection and
+    ``malloc_trim(0)`` give those pages back (about 30 MiB after ``bench/soak.py --quick``).
+    Python's own small-object arenas go back only when wholly empty; nothing here changes
+    that. Without glibc (``trim`` is None) there is nothing to do and no component is made.
+    """
+
+    def __init__(
+        self,
+        db: store.Store,
+        trim: Callable[[], object],
+        *,
+        every: float = RELEASE_EVERY,
+        after: int = RELEASE_AFTER,
+    ) -> None:
+        self.db = db
+        self.trim = trim
+        self.every = every
+        self.after = after
+        self.releases = 0
+        self._released_at = db.resource_version
+
+    def due(self) -> bool:
+        """Whether a burst of writes has come and gone since the last release."""
+        busy = self.db.resource_version - self._released_at >= self.after
+        return busy and self.db.history[0] <= store.KEEP
+
+    def release(self) -> None:
+        started = time.monotonic()
+        collector.collect()
+        self.trim()
+        self.releases += 1
+        self._released_at = self.db.resource_version
+        log.debug("memory given back in %.3fs", time.monotonic() - started)
+
+    async def run(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            if self.due():
+                self.release()
+
+
+def glibc_trim() -> Callable[[], object] | None:
+    """glibc's ``malloc_trim(0)``, or None where the C library is not glibc."""
+    try:
+        if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
+            return None
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own C library
+    except (ValueError, OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return lambda: trim(0)
 
 
 def components(reg: registry.Registry, kubeconfig: str) -> list[Component]:
@@ -325,6 +389,9 @@ async def run(
                 url = f"https://{config.host}:{port}"
                 api.server_address = f"{config.host}:{port}"
                 parts = components(reg, paths.kubeconfig)
+                trim = glibc_trim()
+                if trim is not None:
+                    parts.append(Component("memory-release", MemoryRelease(db, trim).run))
                 if workloads is not None:
                     parts += workloads(paths)
                 names = ["apiserver", *(c.name for c in parts)]

@@ -8,8 +8,22 @@ What it owns:
 - **Objects**, keyed by :class:`Key` (resource such as ``pods`` or ``pytorchjobs.kubeflow.org``,
   namespace or ``""``, name), each stored as the JSON the registry handed over.
 - **The event log** (ADDED / MODIFIED / DELETED, in resourceVersion order) for watch resume and
-  for consistent ``continue`` pages. It is compacted to the last ``window`` events; asking for
-  history older than that raises :class:`TooOld`, which the API answers with 410.
+  for consistent ``continue`` pages; asking for history older than it holds raises
+  :class:`TooOld`, which the API answers with 410 (clients list again). What it keeps is
+  bounded three ways, as kube-apiserver bounds its watch cache (a capacity, and events
+  fresher than 75 s kept; etcd's history is compacted every 5 minutes):
+
+  - **count**: the newest ``window`` events (10,000);
+  - **bytes**: the newest events whose encoded objects add up to at most ``window_bytes``
+    (16 MiB; decoded, they take about 3.5 times that in memory);
+  - **age**: an event older than ``window_age`` seconds (75, kube's eventFreshDuration:
+    a bookmark interval of 60 s plus 15) goes, except the newest :data:`KEEP`, also while
+    no writes come. So once a burst of writes is over, the memory its history took is given
+    back within ``window_age`` seconds; a watcher that was away longer, and was sent no
+    bookmark meanwhile, relists.
+
+  The database keeps the newest ``window`` events (on disk they cost no memory); after a
+  restart they count as fresh, so watches resume across it.
 - **Compare-and-swap** on resourceVersion: a write names the version it read, and loses with
   :class:`Conflict` if another write came first.
 - **A size limit per object**, etcd's: a write whose encoded object is larger than
@@ -42,6 +56,7 @@ import contextlib
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -56,6 +71,10 @@ EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 log = logging.getLogger(__name__)
 
 DEFAULT_WINDOW = 10_000  # events kept for watch resume and consistent continue pages
+DEFAULT_WINDOW_BYTES = 16 * 1024 * 1024  # ... and at most this many bytes of encoded objects
+DEFAULT_WINDOW_AGE = 75.0  # seconds an event is kept (beyond the newest KEEP)
+KEEP = 100  # events kept whatever their age (kube's watch cache lowerBoundCapacity)
+EXPIRY_TICK = 1.0  # seconds: expired events are dropped at most this often while idle
 MAX_OBJECT = 1536 * 1024  # bytes: etcd's default --max-request-bytes, 1.5 MiB
 
 
@@ -251,19 +270,32 @@ class Store:
     """
 
     def __init__(
-        self, path: str | None, *, window: int = DEFAULT_WINDOW, max_object: int = MAX_OBJECT
+        self,
+        path: str | None,
+        *,
+        window: int = DEFAULT_WINDOW,
+        window_bytes: int = DEFAULT_WINDOW_BYTES,
+        window_age: float = DEFAULT_WINDOW_AGE,
+        max_object: int = MAX_OBJECT,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
         self.window = max(1, window)
+        self.window_bytes = max(0, window_bytes)
+        self.window_age = max(0.0, window_age)
         self.max_object = max_object
+        self._clock = clock
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store-db")
         self._db: _Database | None = None
         self._rv = 0
-        self._compacted = 0  # events with rv <= this are gone
+        self._compacted = 0  # events with rv <= this are gone (from memory)
+        self._db_compacted = 0  # ... and from the database
         self._exact_floor = 0  # snapshots older than this lack the versions to rebuild them
         self._index: dict[str, dict[str, dict[str, Item]]] = {}
         self._log: list[Event] = []
         self._log_rvs: list[int] = []
+        self._log_at: list[float] = []  # when each event joined the log (the clock's seconds)
+        self._log_bytes = 0  # encoded size of the log's objects
         self._pending: list[_Write] = []
         self._wakeup = asyncio.Event()
         self._closing = False
@@ -283,19 +315,29 @@ class Store:
         for resource, namespace, name, item_rv, data in objects:
             key = Key(resource, namespace, name)
             self._put(Item(key, item_rv, json.loads(data), bytes(data)))
+        loaded = []
         for ev_rv, ev_type, resource, namespace, name, data in events:
             item = Item(Key(resource, namespace, name), ev_rv, json.loads(data), bytes(data))
-            self._log.append(Event(ev_type, item, None))
-            self._log_rvs.append(ev_rv)
+            loaded.append(Event(ev_type, item, None))
+        self._append(loaded, self._clock())  # fresh: watches resume across a restart
         self._rv = rv
         self._compacted = max(compacted, self._log_rvs[0] - 1 if self._log_rvs else rv)
+        self._db_compacted = compacted
         self._exact_floor = rv
+        self._expire()
 
     async def _writer(self) -> None:
         """The one task that orders writes, assigns versions and commits."""
         while True:
-            await self._wakeup.wait()
+            delay = self._next_expiry()
+            if delay is None:
+                await self._wakeup.wait()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    async with _aio.timeout(delay):
+                        await self._wakeup.wait()
             self._wakeup.clear()
+            self._expire()  # also while idle: a burst's history is given back
             while self._pending:
                 batch, self._pending = self._pending, []
                 try:
@@ -330,6 +372,11 @@ class Store:
     def oldest_resumable(self) -> int:
         """The oldest resourceVersion a watch can resume from (events after it are kept)."""
         return self._compacted
+
+    @property
+    def history(self) -> tuple[int, int]:
+        """The event log's size: events, and bytes of their encoded objects."""
+        return len(self._log), self._log_bytes
 
     def get(self, key: Key) -> Item | None:
         by_ns = self._index.get(key.resource)
@@ -412,11 +459,13 @@ class Store:
     async def compact(self, upto: int | None = None) -> None:
         """Drop the event history up to ``upto`` (default: all of it)."""
         target = self._rv if upto is None else min(upto, self._rv)
-        if target <= self._compacted:
-            return
-        loop = asyncio.get_running_loop()
-        assert self._db is not None
-        await loop.run_in_executor(self._executor, self._db.commit, [], [], [], self._rv, target)
+        if target > self._db_compacted:
+            loop = asyncio.get_running_loop()
+            assert self._db is not None
+            await loop.run_in_executor(
+                self._executor, self._db.commit, [], [], [], self._rv, target
+            )
+            self._db_compacted = target
         self._trim_log(target)
 
     async def _submit(
@@ -466,9 +515,9 @@ class Store:
             done.append((write, event))
         if not events:
             return
-        compacted = None
-        if len(self._log) + len(events) > self.window + max(100, self.window // 10):
-            compacted = events[-1].rv - self.window
+        compacted = None  # the database keeps ``window`` events (versions are dense)
+        if rv - self._db_compacted > self.window + max(100, self.window // 10):
+            compacted = rv - self.window
         try:
             await asyncio.get_running_loop().run_in_executor(
                 self._executor, self._persist, staged, events, rv, compacted
@@ -484,10 +533,11 @@ class Store:
                 self._remove(key)
             else:
                 self._put(item)
-        self._log.extend(events)
-        self._log_rvs.extend(e.rv for e in events)
+        self._append(events, self._clock())
         if compacted is not None:
+            self._db_compacted = compacted
             self._trim_log(compacted)
+        self._expire()
         for listener in self._listeners:
             listener(events)
         for write, event in done:
@@ -531,11 +581,42 @@ class Store:
         if not names:
             del by_ns[key.namespace]
 
+    def _append(self, events: Sequence[Event], at: float) -> None:
+        self._log.extend(events)
+        self._log_rvs.extend(e.rv for e in events)
+        self._log_at.extend(at for _ in events)
+        self._log_bytes += sum(len(e.item.raw) for e in events)
+
     def _trim_log(self, upto: int) -> None:
         cut = bisect.bisect_right(self._log_rvs, upto)
+        self._log_bytes -= sum(len(e.item.raw) for e in self._log[:cut])
         del self._log[:cut]
         del self._log_rvs[:cut]
+        del self._log_at[:cut]
         self._compacted = max(self._compacted, upto)
+
+    def _expire(self) -> None:
+        """Drop the oldest events beyond the log's count, bytes or age (module docstring).
+
+        Memory only: the database drops events by count, in the commit that adds them."""
+        log, size, count = self._log, self._log_bytes, len(self._log)
+        cut = max(0, count - self.window)
+        size -= sum(len(e.item.raw) for e in log[:cut])
+        while cut < count and size > self.window_bytes:
+            size -= len(log[cut].item.raw)
+            cut += 1
+        horizon = self._clock() - self.window_age
+        while cut < count - KEEP and self._log_at[cut] <= horizon:
+            cut += 1
+        if cut:
+            self._trim_log(self._log_rvs[cut - 1])
+
+    def _next_expiry(self) -> float | None:
+        """Seconds until the oldest event's age runs out; None if age drops nothing more."""
+        if len(self._log) <= KEEP:
+            return None
+        left = self._log_at[0] + self.window_age - self._clock()
+        return max(EXPIRY_TICK, left)
 
 
 def _check(write: _Write, current: Item | None) -> StoreError | None:
@@ -550,13 +631,26 @@ def _check(write: _Write, current: Item | None) -> StoreError | None:
 
 @contextlib.asynccontextmanager
 async def opened(
-    path: str | None, *, window: int = DEFAULT_WINDOW, max_object: int = MAX_OBJECT
+    path: str | None,
+    *,
+    window: int = DEFAULT_WINDOW,
+    window_bytes: int = DEFAULT_WINDOW_BYTES,
+    window_age: float = DEFAULT_WINDOW_AGE,
+    max_object: int = MAX_OBJECT,
+    clock: Callable[[], float] = time.monotonic,
 ) -> AsyncIterator[Store]:
     """Open (or create) the store at ``path`` (None: in memory) with its writer running.
 
     On exit the writer finishes every write already submitted, then the database closes.
     """
-    store = Store(path, window=window, max_object=max_object)
+    store = Store(
+        path,
+        window=window,
+        window_bytes=window_bytes,
+        window_age=window_age,
+        max_object=max_object,
+        clock=clock,
+    )
     try:
         await store._load()
         writer = asyncio.create_task(store._writer(), name="store-writer")

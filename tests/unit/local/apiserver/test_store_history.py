@@ -1,0 +1,139 @@
+"""The store's event log is bounded by count, bytes and age, so the memory a burst of writes
+took comes back once it is over, while watches still resume across a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from kubetrain.local.apiserver import store
+
+T = TypeVar("T")
+
+
+class Clock:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def run(body: Callable[[store.Store], Awaitable[T]], path: str | None = None, **kw: Any) -> T:
+    async def main() -> T:
+        async with store.opened(path, **kw) as db:
+            return await body(db)
+
+    return asyncio.run(main(), debug=True)
+
+
+def key(name: str) -> store.Key:
+    return store.Key("configmaps", "ns", name)
+
+
+def obj(name: str, size: int = 0) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "data": {"v": "x" * size}}
+
+
+async def create(db: store.Store, count: int, size: int = 0, prefix: str = "o") -> None:
+    for i in range(count):
+        await db.create(key(f"{prefix}{i}"), obj(f"{prefix}{i}", size))
+
+
+def logged_bytes(db: store.Store) -> int:
+    return sum(len(e.item.raw) for e in db.events_since(db.oldest_resumable))
+
+
+def test_the_log_holds_at_most_window_bytes_of_objects_and_resumes_within_them() -> None:
+    async def body(db: store.Store) -> tuple[Any, ...]:
+        await create(db, 200, size=1000)
+        events, size = db.history
+        with pytest.raises(store.TooOld):
+            db.events_since(1)
+        recent = db.events_since(db.resource_version - 5)
+        return events, size, logged_bytes(db), len(recent)
+
+    events, size, counted, recent = run(body, window_bytes=20_000)
+    assert size <= 20_000
+    assert size == counted  # the running total matches what the log holds
+    assert 10 <= events < 200
+    assert recent == 5
+
+
+def test_events_older_than_the_window_age_go_on_the_next_write_except_the_newest_keep() -> None:
+    clock = Clock()
+
+    async def body(db: store.Store) -> tuple[Any, ...]:
+        await create(db, store.KEEP * 3)
+        before = db.history[0]
+        clock.now += 10.0  # still fresh
+        await create(db, 1, prefix="fresh")
+        fresh = db.history[0]
+        clock.now += 100.0  # everything so far is older than the age
+        await create(db, 1, prefix="late")
+        return before, fresh, db.history[0], db.oldest_resumable, db.resource_version
+
+    before, fresh, after, oldest, current = run(body, window_age=60.0, clock=clock)
+    assert before == fresh - 1 == store.KEEP * 3
+    assert after == store.KEEP
+    assert oldest == current - store.KEEP
+
+
+def test_history_expires_while_no_writes_come() -> None:
+    async def body(db: store.Store) -> tuple[int, int, float]:
+        await create(db, store.KEEP + 50, size=500)
+        full = db.history[0]
+        deadline = time.monotonic() + 10.0
+        while db.history[0] > store.KEEP:
+            assert time.monotonic() < deadline, "the idle store kept its expired history"
+            await asyncio.sleep(0.05)
+        return full, db.history[1], deadline - time.monotonic()
+
+    full, size, _ = run(body, window_age=0.2)
+    assert full == store.KEEP + 50
+    assert 0 < size <= store.KEEP * 600
+
+
+def test_a_watch_resumes_across_a_restart_even_after_memory_dropped_the_events(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "state.db")
+    clock = Clock()
+
+    async def first(db: store.Store) -> tuple[int, int]:
+        start = db.resource_version
+        await create(db, store.KEEP + 20)
+        clock.now += 1000.0
+        await create(db, 1, prefix="late")
+        with pytest.raises(store.TooOld):
+            db.events_since(start)  # memory let the old events go
+        return start, db.resource_version
+
+    async def second(db: store.Store) -> int:
+        clock.now += 1000.0  # what was loaded counts as fresh from the load on
+        return len(db.events_since(start))
+
+    start, current = run(first, path, window_age=60.0, clock=clock)
+    assert run(second, path, window_age=60.0, clock=clock) == current - start
+
+
+def test_the_database_keeps_the_newest_window_events_whatever_memory_holds(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "state.db")
+
+    async def body(db: store.Store) -> None:
+        await create(db, 400)
+
+    run(body, path, window=50, window_age=0.0)
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    assert 50 <= rows <= 50 + 100  # the window, plus the slack compaction is batched by
