@@ -90,9 +90,18 @@ def workloads(
         finally:
             await stop_pods(config)
 
+    installed = asyncio.Event()  # the first `kubetrain submit trainjob` finds the runtimes
+
+    async def install(client: kube.Client) -> None:
+        await install_runtimes(client, installed=installed)
+
     return [
         daemon.client_component(
-            "runtime-installer", kubeconfig, install_runtimes, user_agent="kubetrain-runtimes"
+            "runtime-installer",
+            kubeconfig,
+            install,
+            user_agent="kubetrain-runtimes",
+            ready=installed.wait,
         ),
         daemon.client_component(
             "scheduler", kubeconfig, scheduler.run, user_agent="default-scheduler"
@@ -128,15 +137,23 @@ async def stop_pods(config: node_settings.Settings, grace: float = STOP_GRACE) -
         log.warning("containers still stopping after %.0fs; leaving them", grace + 5.0)
 
 
-async def install_runtimes(client: kube.Client, runtimes: Sequence[dict] | None = None) -> None:
+async def install_runtimes(
+    client: kube.Client,
+    runtimes: Sequence[dict] | None = None,
+    *,
+    installed: asyncio.Event | None = None,
+) -> None:
     """Create the built-in ClusterTrainingRuntimes that are missing; one a user has changed or
-    deleted-and-recreated is left as it is. Runs once, then waits to be stopped."""
+    deleted-and-recreated is left as it is. Runs once (then sets ``installed``), then waits to
+    be stopped."""
     for blueprint in builtin.runtimes() if runtimes is None else runtimes:
         try:
             await client.create(RUNTIMES, blueprint)
         except kube.AlreadyExists:
             continue
         log.info("installed the built-in runtime %s", blueprint["metadata"]["name"])
+    if installed is not None:
+        installed.set()
     await _forever()
 
 

@@ -68,6 +68,7 @@ DEFAULT_HOST = "127.0.0.1"
 STOP_GRACE = 10.0
 READY_TIMEOUT = 60.0
 SHUTDOWN_TIMEOUT = 15.0
+COMPONENTS_READY_TIMEOUT = 20.0  # seconds the control plane waits for its components' start-up
 # gc.set_threshold for the daemon: generation 0 at 50,000 allocations instead of 700.
 GC_THRESHOLDS = (50_000, 20, 100)
 RELEASE_EVERY = 15.0  # seconds between looks at whether a burst of writes is over
@@ -150,10 +151,13 @@ class Config:
 
 @dataclass
 class Component:
-    """A long-lived part of the control plane: a name and the coroutine that runs it."""
+    """A long-lived part of the control plane: a name and the coroutine that runs it, and,
+    for one whose start-up work users rely on at once (the built-in runtimes), ``ready``: the
+    control plane reports itself ready only once that returns."""
 
     name: str
     run: Callable[[], Awaitable[None]]
+    ready: Callable[[], Awaitable[object]] | None = None
 
 
 def client_component(
@@ -163,6 +167,7 @@ def client_component(
     *,
     user_agent: str | None = None,
     field_manager: str | None = None,
+    ready: Callable[[], Awaitable[object]] | None = None,
 ) -> Component:
     """A component that is an ordinary API client of the control plane: ``body`` gets a client
     of its own (user agent and field manager named after it), as it would on a cluster."""
@@ -175,7 +180,7 @@ def client_component(
         ) as client:
             await body(client)
 
-    return Component(name, run)
+    return Component(name, run, ready)
 
 
 class MemoryRelease:
@@ -423,6 +428,7 @@ async def _serve_until_stopped(
     try:
         async with _aio.TaskGroup() as group:
             tasks = [group.create_task(supervised(c), name=c.name) for c in parts]
+            await _components_ready(parts)
             if on_ready is not None:
                 on_ready(url)
             await stop.wait()
@@ -433,6 +439,19 @@ async def _serve_until_stopped(
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
+
+
+async def _components_ready(parts: list[Component]) -> None:
+    """Wait for the components that say when they are ready, for a bounded time: a component
+    that cannot get ready (it keeps failing) must not keep the control plane from serving."""
+    waits = [c.ready() for c in parts if c.ready is not None]
+    if not waits:
+        return
+    try:
+        async with _aio.timeout(COMPONENTS_READY_TIMEOUT):
+            await asyncio.gather(*waits)
+    except _aio.TIMEOUT_ERRORS:
+        log.warning("components not ready after %.0fs; serving anyway", COMPONENTS_READY_TIMEOUT)
 
 
 def _write_state(

@@ -86,6 +86,11 @@ def test_up_status_kubeconfig_down(home: Path) -> None:
     assert "since:" in text.stdout
     assert cli(home, "kubeconfig").stdout.strip() == str(home / "kubeconfig")
     assert [n.metadata.name for n in core_api(home).list_namespace().items]
+    # ready means the built-in runtimes are there: a first `submit trainjob` finds its runtime
+    runtimes = client.CustomObjectsApi(core_api(home).api_client).list_cluster_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"
+    )
+    assert "torch-distributed" in {r["metadata"]["name"] for r in runtimes["items"]}
     down = cli(home, "down")
     assert down.returncode == 0
     assert f"pid {state['pid']}" in down.stderr
