@@ -203,22 +203,17 @@ def test_a_signed_download_pages_through_the_listing_and_streams_every_object(
 ) -> None:
     state = StandIn({"bucket": dataset_bucket()})
 
-    async def scenario() -> int:
-        async with serving(state) as endpoint:
-            config = cfg.from_env(
-                "dataset",
-                {
-                    "STORAGE_URI": "s3://bucket/data",
-                    "OUTPUT_PATH": str(tmp_path),
-                    "ENDPOINT": endpoint,
-                    "ACCESS_KEY_ID": KEY_ID,
-                    "SECRET_ACCESS_KEY": SECRET,
-                    "REGION": REGION,
-                },
-            )
-            return await s3.download(config)
+    def env(endpoint: str) -> dict[str, str]:
+        return {
+            "STORAGE_URI": "s3://bucket/data",
+            "OUTPUT_PATH": str(tmp_path),
+            "ENDPOINT": endpoint,
+            "ACCESS_KEY_ID": KEY_ID,
+            "SECRET_ACCESS_KEY": SECRET,
+            "REGION": REGION,
+        }
 
-    assert run(scenario) == 5
+    assert downloaded(state, "dataset", env) == 5
     assert files(tmp_path) == {
         "a b+c.txt": b"spaces and plus",
         "sub/big.bin": BIG,
@@ -236,23 +231,18 @@ def test_a_signed_download_pages_through_the_listing_and_streams_every_object(
 def test_temporary_credentials_sign_with_their_session_token(tmp_path: Path) -> None:
     state = StandIn({"bucket": {"m/config.json": b"{}", "m/model.bin": b"dup"}})
 
-    async def scenario() -> int:
-        async with serving(state) as endpoint:
-            config = cfg.from_env(
-                "model",
-                {
-                    "STORAGE_URI": "s3://bucket/m",
-                    "OUTPUT_PATH": str(tmp_path),
-                    "AWS_ENDPOINT_URL": endpoint,
-                    "AWS_ACCESS_KEY_ID": TEMP_KEY_ID,
-                    "AWS_SECRET_ACCESS_KEY": TEMP_SECRET,
-                    "AWS_SESSION_TOKEN": TOKEN,
-                    "AWS_REGION": REGION,
-                },
-            )
-            return await s3.download(config)
+    def env(endpoint: str) -> dict[str, str]:
+        return {
+            "STORAGE_URI": "s3://bucket/m",
+            "OUTPUT_PATH": str(tmp_path),
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": TEMP_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": TEMP_SECRET,
+            "AWS_SESSION_TOKEN": TOKEN,
+            "AWS_REGION": REGION,
+        }
 
-    assert run(scenario) == 1
+    assert downloaded(state, "model", env) == 1
     assert files(tmp_path) == {"config.json": b"{}"}, "the model's ignore patterns hold"
 
 
@@ -277,6 +267,17 @@ def test_a_bucket_in_another_region_is_followed_there(tmp_path: Path) -> None:
     assert run(scenario) == 1
     assert files(tmp_path) == {"x.txt": b"x"}
     assert [path for path, _, _ in state.seen] == ["/bucket", "/bucket", "/bucket/data/x.txt"]
+
+
+def downloaded(state: StandIn, kind: str, env: Callable[[str], dict[str, str]]) -> int:
+    """How many objects the ``kind`` initializer downloads from the stand-in; ``env`` is its
+    environment, given the stand-in's endpoint."""
+
+    async def scenario() -> int:
+        async with serving(state) as endpoint:
+            return await s3.download(cfg.from_env(kind, env(endpoint)), backoff=0.0)
+
+    return run(scenario)
 
 
 def download_error(state: StandIn, tmp_path: Path, **env: str) -> tuple[str, StandIn]:
@@ -343,22 +344,17 @@ def test_transient_failures_are_retried_and_a_short_body_is_fetched_again(
         faults={"/bucket": ["503"], "/bucket/data/x.txt": ["short", "503"]},
     )
 
-    async def scenario() -> int:
-        async with serving(state) as endpoint:
-            config = cfg.from_env(
-                "dataset",
-                {
-                    "STORAGE_URI": "s3://bucket/data",
-                    "OUTPUT_PATH": str(tmp_path),
-                    "ENDPOINT": endpoint,
-                    "ACCESS_KEY_ID": KEY_ID,
-                    "SECRET_ACCESS_KEY": SECRET,
-                    "REGION": REGION,
-                },
-            )
-            return await s3.download(config, backoff=0.0)
+    def env(endpoint: str) -> dict[str, str]:
+        return {
+            "STORAGE_URI": "s3://bucket/data",
+            "OUTPUT_PATH": str(tmp_path),
+            "ENDPOINT": endpoint,
+            "ACCESS_KEY_ID": KEY_ID,
+            "SECRET_ACCESS_KEY": SECRET,
+            "REGION": REGION,
+        }
 
-    assert run(scenario) == 1
+    assert downloaded(state, "dataset", env) == 1
     assert files(tmp_path) == {"x.txt": b"0123456789"}, "whole, and no .part file left"
     assert [path for path, _, _ in state.seen].count("/bucket/data/x.txt") == 3
 
