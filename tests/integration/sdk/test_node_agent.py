@@ -9,6 +9,7 @@ other's names (a private mount namespace for /etc/hosts), and skips without them
 from __future__ import annotations
 
 import importlib.util
+import re
 from typing import Any
 
 import pytest
@@ -128,7 +129,9 @@ def test_a_torch_function_on_two_nodes_of_two_processes_all_reduces(
     run_on_node(cluster, namespace, pods, node.name)
     done = trainer_client.wait_for_job_status(name, timeout=120, polling_interval=5)
     assert done.status == "Complete"
-    lines = [line for line in trainer_client.get_job_logs(name) if "sum=" in line]
+    # A node's two processes share its stdout, so one's line may land inside the other's.
+    text = "\n".join(trainer_client.get_job_logs(name))
+    lines = re.findall(r"rank \d+ of \d+ on node \d+: sum=\d+", text)
     # ranks 0..3 add rank + 1: 1 + 2 + 3 + 4
     assert sorted(lines) == [
         "rank 0 of 4 on node 0: sum=10",
