@@ -8,6 +8,7 @@ container and port), so that one table says what a kind is.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictStr
@@ -157,6 +158,7 @@ class JobKind(Model):
         setattr(self.spec, _python_name(self.REPLICA_FIELD), specs)
 
 
+@functools.cache  # seven kinds, asked for on every pass of every job
 def _python_name(wire: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in wire)
 

@@ -393,9 +393,12 @@ def _managed_fields(obj: Mapping[str, Any] | None) -> Any:
 
 
 def _without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
-    out = _copy(dict(obj))
-    if isinstance(out.get("metadata"), dict):
-        out["metadata"].pop("managedFields", None)
+    """``obj`` without managedFields: new top-level and metadata maps, every other part
+    shared (nothing here edits below metadata, and a diff skips a part both sides share)."""
+    out = dict(obj)
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict):
+        out["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
     return out
 
 

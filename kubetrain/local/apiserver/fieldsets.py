@@ -218,6 +218,8 @@ def _compare(
     if new is MISSING:
         _subtree(old, path, names, list_keys, diff.removed)
         return
+    if old is new:  # one object on both sides (a status update shares the stored spec)
+        return
     if isinstance(old, dict) and isinstance(new, dict) and (old or new):
         for name in {**old, **new}:
             _compare(

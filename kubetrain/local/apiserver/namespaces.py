@@ -53,9 +53,10 @@ class NamespaceStrategy(strategies.Strategy):
             new["status"] = copy.deepcopy(old.get("status") or {})
         else:
             new["spec"] = copy.deepcopy(old.get("spec") or {})
-        labels = new["metadata"].setdefault("labels", {})
-        if isinstance(labels, dict):
-            labels["kubernetes.io/metadata.name"] = new["metadata"].get("name", "")
+        meta = new["metadata"]
+        labels = meta.get("labels", {})
+        if isinstance(labels, dict):  # a new map: a status update shares the stored one
+            meta["labels"] = {**labels, "kubernetes.io/metadata.name": meta.get("name", "")}
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[strategies.Cause]:
         causes = super().validate(r, obj, old, reg)

@@ -10,6 +10,7 @@ enforcement on create.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -319,8 +320,9 @@ async def bind_pod(
                 name,
                 f'pod {name} is already assigned to node "{old["spec"]["nodeName"]}"',
             )
-        old.setdefault("spec", {})["nodeName"] = node
-        status = old.setdefault("status", {})
+        new = copy.deepcopy(old)
+        new.setdefault("spec", {})["nodeName"] = node
+        status = new.setdefault("status", {})
         conditions = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
         conditions.append(
             {
@@ -331,7 +333,7 @@ async def bind_pod(
             }
         )
         status["conditions"] = conditions
-        return old
+        return new
 
     # The binding writes spec and status together, as kube's BindingREST does.
     result = await reg._guaranteed_update(

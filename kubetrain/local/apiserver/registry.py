@@ -224,6 +224,13 @@ class Registry:
             return Result(200, obj, item.raw)
         return Result(200, self.convert(r, obj))
 
+    def _served(self, r: resources.Resource, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` as version ``r`` serves it: itself when stored in that version (then it
+        is the store's and must not be edited), else a converted copy."""
+        if obj.get("apiVersion") == r.api_version and obj.get("kind") == r.kind:
+            return obj
+        return self.convert(r, obj)
+
     def convert(self, r: resources.Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
         """``obj`` in the shape of served version ``r`` (events.k8s.io, other CRD versions)."""
         converted = strat.convert_out(r, obj)
@@ -682,7 +689,9 @@ class Registry:
             )
 
         def mutate(old: dict[str, Any]) -> dict[str, Any]:
-            return copy.deepcopy(obj)
+            # A conditional update is tried once, so it may have the body itself; an
+            # unconditional one is tried again on a conflict and needs it as it was sent.
+            return obj if expect is not None else copy.deepcopy(obj)
 
         return await self._guaranteed_update(
             r, namespace, name, mutate, opts, subresource, expect, operation="Update"
@@ -714,7 +723,7 @@ class Registry:
         expect = _rv_in_patch(patch_type, document, r, name)
 
         def mutate(old: dict[str, Any]) -> dict[str, Any]:
-            return _patched(r, old, patch_type, document)
+            return _patched(r, copy.deepcopy(old), patch_type, document)
 
         return await self._guaranteed_update(
             r, namespace, name, mutate, opts, subresource, expect, operation="Update"
@@ -833,7 +842,7 @@ class Registry:
                         )
                     ],
                 )
-            return crds.with_replicas(r, old, replicas)
+            return crds.with_replicas(r, copy.deepcopy(old), replicas)
 
         result = await self._guaranteed_update(
             r, namespace, name, mutate, opts, "scale", None, operation="Update"
@@ -852,6 +861,10 @@ class Registry:
         *,
         operation: str,
     ) -> Result:
+        """kube's GuaranteedUpdate: ``mutate`` turns the stored object into the one to write,
+        without editing what it is given, and is called again when another write got in
+        first; with ``expect`` (a resourceVersion precondition) that is a Conflict instead,
+        so it is called at most once."""
         strategy = self.strategy(r)
         key = self.key(r, namespace, name)
         for _ in range(CONFLICT_RETRIES):
@@ -860,8 +873,8 @@ class Registry:
                 raise errors.not_found(r.group, r.plural, name)
             if expect is not None and expect != current.rv:
                 raise errors.conflict(r.group, r.plural, name)
-            old = self.convert(r, current.obj)
-            new = mutate(copy.deepcopy(old))
+            old = self._served(r, current.obj)  # read-only: shared with the store
+            new = mutate(old)
             new = self._prepare_update(r, strategy, new, old, opts, subresource, operation)
             if _same(new, old):
                 return self.present(r, current)
@@ -871,7 +884,9 @@ class Registry:
             if _finalized(r, strategy, stored, old):
                 try:
                     item = await self.store.delete(key, current.rv)
-                except store.Conflict:
+                except store.Conflict as exc:
+                    if expect is not None:
+                        raise errors.conflict(r.group, r.plural, name) from exc
                     continue
                 except store.NotFound as exc:
                     raise errors.not_found(r.group, r.plural, name) from exc
@@ -948,12 +963,16 @@ class Registry:
         new_meta.pop("selfLink", None)
         new_meta["resourceVersion"] = old_meta.get("resourceVersion")
         if subresource == "status":
+            # Everything but status is the stored object's. Its parts are shared with ``old``
+            # rather than copied: nothing edits them below but metadata, copied here, and the
+            # comparisons after (ratcheting, managedFields) skip a part that is ``old``'s own.
             status = new.get("status")
-            new = (
-                copy.deepcopy(old) | {"status": status}
-                if status is not None
-                else {k: v for k, v in copy.deepcopy(old).items() if k != "status"}
-            )
+            new = dict(old)
+            new["metadata"] = dict(old_meta)
+            if status is not None:
+                new["status"] = status
+            else:
+                new.pop("status", None)
             if "managedFields" in new_meta:
                 new["metadata"]["managedFields"] = new_meta["managedFields"]
         elif subresource in ("", "scale"):
