@@ -94,6 +94,11 @@ class Controller:
         self._new_rate_limiter = rate_limiter or (lambda: workqueue.default_rate_limiter(clock))
         self.queue: workqueue.WorkQueue[Key] | None = None
 
+    @property
+    def busy(self) -> bool:
+        """Whether keys wait for a worker or are being reconciled now."""
+        return self.queue is not None and self.queue.busy
+
     def enqueue(self, key: Key) -> None:
         """Reconcile ``key`` soon (once, however often it is enqueued before it runs)."""
         if self.queue is not None:

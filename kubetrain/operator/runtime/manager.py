@@ -104,7 +104,9 @@ class Manager:
                     settings.lease_duration, settings.renew_deadline, settings.retry_period
                 ),
             )
-        self.events = events.Broadcaster(client, dropped=metrics.events_dropped)
+        self.events = events.Broadcaster(
+            client, dropped=metrics.events_dropped, busy=self.controllers_busy
+        )
         self.metrics_endpoint = server.Endpoint(
             "metrics", settings.metrics_address, server.metrics_routes(metrics.registry)
         )
@@ -198,6 +200,11 @@ class Manager:
     def leading(self) -> bool:
         """Whether this replica runs its controllers now."""
         return self._leading
+
+    def controllers_busy(self) -> bool:
+        """Whether any controller has keys to reconcile or reconciles one now (its writes go
+        before the event writer's)."""
+        return any(r.controller.busy for r in self._controllers)
 
     def unsynced(self) -> list[str]:
         """The resources whose caches have not synced yet (what /readyz waits for)."""

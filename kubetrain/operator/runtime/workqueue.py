@@ -164,6 +164,11 @@ class WorkQueue(Generic[K]):
         return frozenset(self._processing)
 
     @property
+    def busy(self) -> bool:
+        """Whether keys are ready or in a pass (no key held back only by a delay)."""
+        return bool(self._queue or self._processing)
+
+    @property
     def waiting(self) -> int:
         """Keys held back by :meth:`add_after` or a retry delay."""
         return len(self._ready_at)

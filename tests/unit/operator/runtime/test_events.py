@@ -542,3 +542,54 @@ def test_a_writer_started_again_writes_what_was_queued_while_it_was_stopped() ->
     assert b.queued == 1
     run(second)
     assert sorted(e["involvedObject"]["name"] for e in stored(client)) == ["a", "b"]
+
+
+def test_events_wait_while_the_controllers_are_busy() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock(0.0)
+        busy = [True]
+        b, _, pauses = broadcaster(client, clock, busy=lambda: busy[0])
+        r = queued_recorder(client, clock, b)
+        async with writing(b):
+            r.emit(JOB, "Normal", "SuccessfulCreatePod", "Created pod: a")
+            await until(lambda: len(pauses.taken) >= 3)
+            assert stored(client) == [], "held while the controllers are busy"
+            busy[0] = False
+            await until(lambda: len(stored(client)) == 1)
+            assert set(pauses.taken) == {events.YIELD_POLL}
+
+    run(scenario)
+
+
+def test_an_event_waits_for_busy_controllers_no_longer_than_the_yield_limit() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock(0.0)
+        b, _, pauses = broadcaster(client, clock, busy=lambda: True, yield_limit=5.0)
+        r = queued_recorder(client, clock, b)
+        async with writing(b):
+            r.emit(JOB, "Normal", "SuccessfulCreatePod", "Created pod: a")
+            clock.advance(4.9)
+            await until(lambda: len(pauses.taken) >= 3)
+            assert stored(client) == []
+            r.emit(job("other"), "Normal", "SuccessfulCreatePod", "Created pod: b")
+            clock.advance(0.1)  # the first is 5 s old; the second, recorded later, is not
+            await until(lambda: len(stored(client)) == 1)
+            [first] = stored(client)
+            assert first["message"] == "Created pod: a"
+            clock.advance(4.9)
+            await until(lambda: len(stored(client)) == 2)
+
+    run(scenario)
+
+
+def test_a_stopping_writer_does_not_wait_for_busy_controllers() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock(0.0)
+        b, _, _ = broadcaster(client, clock, busy=lambda: True)
+        r = queued_recorder(client, clock, b)
+        async with writing(b):
+            r.emit(JOB, "Normal", "SuccessfulCreatePod", "Created pod: a")
+        [event] = stored(client)
+        assert event["message"] == "Created pod: a"
+
+    run(scenario)
