@@ -4,7 +4,9 @@ Reads YAML (several documents per file) or JSON (an object, or a ``List`` of the
 every object with :func:`kubetrain.api.review` exactly as admission would, and either prints
 the defaulted objects or every problem of every object, one ``<Kind>/<name>: <field>:
 <message>`` line each. TrainJobs are checked against the runtimes given in the same
-invocation, since offline there is no API server to look them up in.
+invocation, since offline there is no API server to look them up in. Objects of other API
+groups (a PersistentVolumeClaim or Secret beside a job, as ``kubetrain run -f`` takes them)
+are passed on as given, with a note: the API server checks those.
 
 This module owns reading files and printing; judging objects belongs to ``kubetrain.api``.
 """
@@ -16,6 +18,7 @@ import datetime
 import json
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +29,12 @@ from kubetrain import api
 
 SUFFIXES = (".yaml", ".yml", ".json")
 RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
+JUDGED_GROUPS = ("kubeflow.org", "trainer.kubeflow.org")  # whose kinds kubetrain.api knows
+# apiVersion as Kubernetes spells it: ``v1``, or a DNS subdomain group, ``/``, a version label
+_API_VERSION = re.compile(
+    r"(?:(?P<group>[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)/)?"
+    r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+)
 NOT_AN_OBJECT = "must be an object with apiVersion and kind"
 MAX_DEPTH = 100  # far beyond any real manifest, well within what printing can serialise
 # Bytes per input. The API server takes at most 3 MiB per request, so no larger manifest of
@@ -71,6 +80,13 @@ class Verdict:
 
     review: api.Review
     note: str | None = None  # why some checks were skipped
+    unchecked: dict[str, Any] | None = None  # an object of another group, printed as given
+
+    def printed(self) -> dict[str, Any]:
+        if self.unchecked is not None:
+            return self.unchecked
+        assert self.review.obj is not None
+        return self.review.obj.to_dict()
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -127,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
         return 1
     if not args.quiet:
-        sys.stdout.write(render([v.review.obj for v in verdicts], args.output))
+        sys.stdout.write(render([v.printed() for v in verdicts], args.output))
     return 0
 
 
@@ -320,6 +336,13 @@ def review_all(raws: list[dict[str, Any]]) -> list[Verdict]:
     for i, raw in enumerate(raws):
         if i in verdicts:
             continue
+        if not judged(raw):
+            subject = api.subject(raw)
+            note = (
+                f"{subject}: not a kubetrain kind; passed on unchecked (the API server checks it)"
+            )
+            verdicts[i] = Verdict(api.Review(subject, None), note, unchecked=raw)
+            continue
         ref = _runtime_ref(raw)
         if ref is None or runtimes.get(ref) is not None:
             verdicts[i] = Verdict(api.review(raw, find_runtime=find_runtime))
@@ -334,6 +357,17 @@ def review_all(raws: list[dict[str, Any]]) -> list[Verdict]:
         )
         verdicts[i] = Verdict(api.review(raw), note)
     return [verdicts[i] for i in range(len(raws))]
+
+
+def judged(raw: dict[str, Any]) -> bool:
+    """Whether this command judges ``raw``: an object of a kubeflow group, or one whose
+    apiVersion or kind is missing or malformed (review says what is wrong). Well-formed
+    objects of other groups are passed on to the API server unchecked."""
+    version, kind = raw.get("apiVersion"), raw.get("kind")
+    if not isinstance(version, str) or not isinstance(kind, str) or not kind.strip():
+        return True
+    found = _API_VERSION.fullmatch(version)
+    return found is None or (found.group("group") or "") in JUDGED_GROUPS
 
 
 def _namespace(raw: dict[str, Any]) -> str:
@@ -366,9 +400,8 @@ def _runtime_ref(raw: dict[str, Any]) -> tuple[str, str | None, str] | None:
 # --- printing -----------------------------------------------------------------------------
 
 
-def render(objects: list[Any], output: str) -> str:
-    """The defaulted objects as YAML documents, JSON (a List when several), or names."""
-    wire = [obj.to_dict() for obj in objects]
+def render(wire: list[dict[str, Any]], output: str) -> str:
+    """The objects as YAML documents, JSON (a List when several), or names."""
     if output == "name":
         return "".join(f"{_resource(d)}/{_name(d)}\n" for d in wire)
     if output == "json":
@@ -379,7 +412,8 @@ def render(objects: list[Any], output: str) -> str:
 
 def _resource(obj: dict[str, Any]) -> str:
     group = str(obj.get("apiVersion", "")).rpartition("/")[0]
-    return f"{str(obj.get('kind', '')).lower()}.{group}"
+    kind = str(obj.get("kind", "")).lower()
+    return f"{kind}.{group}" if group else kind  # kubectl's -o name: core kinds bare
 
 
 def _name(obj: dict[str, Any]) -> str:

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrain import api
-from kubetrain.cli import main
+from kubetrain.cli import main, validate
 
 CORPUS = Path(__file__).parents[2] / "corpus"
 
@@ -209,6 +209,7 @@ def test_a_mutated_manifest_gets_a_verdict_and_never_an_internal_error(data: st.
     text = yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
     output = data.draw(st.sampled_from(["yaml", "json", "name"]))
     code = run_cli(text, "-o", output)
-    assert code == (0 if verdict.ok else 1)
+    # an object the mutation moved to another API group is passed on unchecked
+    assert code == (0 if verdict.ok or not validate.judged(doc) else 1)
     # once more beside the corpus runtimes, so that a mangled TrainJob meets its runtime
     run_cli(yaml.safe_dump_all([doc, *RUNTIMES], sort_keys=False, allow_unicode=True))

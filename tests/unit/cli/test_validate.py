@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kubetrain import api
-from kubetrain.cli import main
+from kubetrain.cli import main, validate
 from tests.builders import job
 
 Run = tuple[int, str, str]
@@ -484,3 +484,68 @@ def test_yaml_anchors_are_expanded_so_each_use_is_defaulted_on_its_own(
     assert code == 0
     assert "&" not in out
     assert "*" not in out
+
+
+# --- objects of other groups ----------------------------------------------------------------
+
+PVC: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "data"},
+    "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+}
+
+
+def test_a_core_object_beside_a_job_is_passed_on_as_given_with_a_note(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "job.yaml", PVC, pytorch("a"))
+    code, out, err = run(capsys, "-f", str(path))
+    assert code == 0
+    pvc, job_ = list(yaml.safe_load_all(out))
+    assert pvc == PVC
+    assert job_["kind"] == "PyTorchJob"
+    assert "PersistentVolumeClaim/data: not a kubetrain kind; passed on unchecked" in err
+    code, out, _ = run(capsys, "-f", str(path), "-o", "name")
+    assert out.splitlines() == ["persistentvolumeclaim/data", "pytorchjob.kubeflow.org/a"]
+
+
+def test_a_misspelt_kind_of_a_kubeflow_group_is_still_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    wrong = {**pytorch("a"), "kind": "PytorchJob"}
+    code, out, err = run(capsys, "-f", str(write(tmp_path, "job.yaml", wrong)))
+    assert (code, out) == (1, "")
+    assert "PytorchJob/a: kind: Unsupported value" in err
+
+
+def test_an_object_without_api_version_is_an_error_not_passed_on(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bare = {k: v for k, v in PVC.items() if k != "apiVersion"}
+    code, out, err = run(capsys, "-f", str(write(tmp_path, "pvc.yaml", bare)))
+    assert (code, out) == (1, "")
+    assert "PersistentVolumeClaim/data" in err
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "judged"),
+    [
+        ("kubeflow.org/v1", "PyTorchJob", True),
+        ("trainer.kubeflow.org/v1alpha1", "TrainJob", True),
+        ("kubeflow.org/v1", "NoSuchKind", True),
+        ("v1", "Secret", False),
+        ("scheduling.volcano.sh/v1beta1", "PodGroup", False),
+        (" ", "Secret", True),
+        ("Apps/V1", "Deployment", True),
+        ("v1", "", True),
+        (None, "Secret", True),
+    ],
+)
+def test_what_validate_judges_and_what_it_passes_on(
+    api_version: str | None, kind: str, judged: bool
+) -> None:
+    raw = {"kind": kind, "metadata": {"name": "x"}}
+    if api_version is not None:
+        raw["apiVersion"] = api_version
+    assert validate.judged(raw) is judged
