@@ -55,7 +55,8 @@ async def _get(args: argparse.Namespace) -> int:
             return 0
         pods = await jobs.pods(tgt.client, job)
         events = await jobs.events(tgt.client, job, pods)
-    sys.stdout.write(describe(job, pods, events, datetime.now(timezone.utc)))
+        nodes = await jobs.runtime_nodes(tgt.client, job)
+    sys.stdout.write(describe(job, pods, events, datetime.now(timezone.utc), nodes))
     return 0
 
 
@@ -64,11 +65,16 @@ def describe(
     pods: Sequence[Mapping[str, Any]],
     events: Sequence[Mapping[str, Any]],
     now: datetime,
+    runtime_nodes: int | None = None,
 ) -> str:
-    """The whole description; pure, for tests."""
+    """The whole description; pure, for tests. ``runtime_nodes``: a TrainJob's nodes when its
+    runtime decides them."""
     state = jobstate.of(job, pods)
     meta = job.get("metadata") or {}
-    running, total = jobstate.replica_counts(job)
+    if jobkinds.of(job) is jobkinds.TRAINJOB:
+        running, total = replicas.node_counts(job, pods, runtime_nodes)
+    else:
+        running, total = jobstate.replica_counts(job)
     duration = jobstate.duration(job, now)
     fields: list[tuple[str, object]] = [
         ("Name", meta.get("name")),

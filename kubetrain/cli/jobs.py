@@ -126,6 +126,34 @@ async def pods(client: kube.Client, job: Mapping[str, Any]) -> list[dict[str, An
     return list(listed.get("items") or [])
 
 
+async def runtime_nodes(client: kube.Client, job: Mapping[str, Any]) -> int | None:
+    """How many nodes a TrainJob's runtime gives it: its ``mlPolicy.numNodes``, 1 when the
+    policy leaves it out (Trainer's default); None for other kinds or a runtime that cannot be
+    read."""
+    if jobkinds.of(job) is not jobkinds.TRAINJOB:
+        return None
+    spec = job.get("spec") if isinstance(job.get("spec"), Mapping) else {}
+    ref = spec.get("runtimeRef") if isinstance(spec.get("runtimeRef"), Mapping) else {}
+    name = ref.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if ref.get("kind") == "TrainingRuntime":
+        where: dict[str, Any] = {"namespace": namespace_of(job)}
+        plural = "trainingruntimes"
+    else:
+        where, plural = {}, "clustertrainingruntimes"
+    runtimes = kube.Resource(
+        jobkinds.TRAINER_GROUP, jobkinds.TRAINER_VERSION, plural, namespaced=bool(where)
+    )
+    try:
+        runtime = await client.get(runtimes, name, **where)
+    except kube.ApiError:
+        return None
+    policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
+    nodes = policy.get("numNodes", 1) if isinstance(policy, Mapping) else 1
+    return nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+
+
 async def events(
     client: kube.Client, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:

@@ -16,7 +16,18 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from kubetrain.cli import durations, errors, jobkinds, jobs, jobstate, output, tables, target
+from kubetrain import kube
+from kubetrain.cli import (
+    durations,
+    errors,
+    jobkinds,
+    jobs,
+    jobstate,
+    output,
+    replicas,
+    tables,
+    target,
+)
 
 FORMATS = ("wide", *output.FORMATS)
 
@@ -90,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
 async def _list(args: argparse.Namespace) -> int:
     async with target.connect(args) as tgt:
         found = await matching(tgt, args)
+        nodes = {} if args.output in output.FORMATS else await node_counts(tgt.client, found)
     if args.output in output.FORMATS:
         sys.stdout.write(output.render(found, args.output))
         return 0
@@ -98,14 +110,37 @@ async def _list(args: argparse.Namespace) -> int:
         print(f"No jobs found in {where}.", file=sys.stderr)
         return 0
     now = datetime.now(timezone.utc)
-    sys.stdout.write(table(found, now, wide=args.output == "wide", namespaces=tgt.all_namespaces))
+    sys.stdout.write(
+        table(found, now, wide=args.output == "wide", namespaces=tgt.all_namespaces, nodes=nodes)
+    )
     return 0
 
 
+async def node_counts(
+    client: kube.Client, found: Sequence[Mapping[str, Any]]
+) -> dict[tuple[str, str], tuple[int, int | None]]:
+    """(running, desired) nodes of each TrainJob in ``found``, by (namespace, name): from its
+    pods and its runtime (see :func:`replicas.node_counts`)."""
+    counts = {}
+    for job in found:
+        if jobkinds.of(job) is jobkinds.TRAINJOB:
+            pods = await jobs.pods(client, job)
+            nodes = await jobs.runtime_nodes(client, job)
+            key = (jobs.namespace_of(job), jobs.name_of(job))
+            counts[key] = replicas.node_counts(job, pods, nodes)
+    return counts
+
+
 def table(
-    found: Sequence[Mapping[str, Any]], now: datetime, *, wide: bool, namespaces: bool
+    found: Sequence[Mapping[str, Any]],
+    now: datetime,
+    *,
+    wide: bool,
+    namespaces: bool,
+    nodes: Mapping[tuple[str, str], tuple[int, int | None]] | None = None,
 ) -> str:
-    """The job table; pure, for tests."""
+    """The job table; pure, for tests. ``nodes``: TrainJobs' (running, desired) nodes, by
+    (namespace, name), counted by :func:`node_counts`."""
     progress = [jobstate.progress(job) for job in found]
     show_progress = wide or any(progress)
     headers = ["KIND", "NAME", "STATE", "AGE", "DURATION", "REPLICAS"]
@@ -117,7 +152,8 @@ def table(
     rows = []
     for job, done in zip(found, progress, strict=True):
         state = jobstate.of(job)
-        running, total = jobstate.replica_counts(job)
+        counted = (nodes or {}).get((jobs.namespace_of(job), jobs.name_of(job)))
+        running, total = counted if counted is not None else jobstate.replica_counts(job)
         age = jobstate.age(job, now)
         duration = jobstate.duration(job, now)
         row: list[object] = [

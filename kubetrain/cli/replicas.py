@@ -94,6 +94,22 @@ def of_job(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> list[Re
     return sorted([*with_pods, *missing], key=lambda r: sort_key(r, kind))
 
 
+def node_counts(
+    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], runtime_nodes: int | None
+) -> tuple[int, int | None]:
+    """(running, desired) trainer nodes of a TrainJob, counted on its pods: its ``jobsStatus``
+    counts Jobs, and one Job runs all of its nodes. Desired is ``trainer.numNodes``, else
+    ``runtime_nodes`` (the runtime's), else None."""
+    kind = jobkinds.of(job)
+    running = {
+        replica.id
+        for replica in map(lambda pod: of_pod(pod, kind), pods)
+        if replica.rtype == api.NODE and phase(replica.pod) == "Running"
+    }
+    [(_, nodes)] = jobstate.replica_specs(job)
+    return len(running), nodes if nodes is not None else runtime_nodes
+
+
 def sort_key(replica: Replica, kind: jobkinds.JobKind) -> tuple[int, str, int, str]:
     order = [t.lower() for t in kind.replica_types]
     lowered = replica.rtype.lower()

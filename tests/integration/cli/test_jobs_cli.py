@@ -301,7 +301,19 @@ def test_trainjobs_are_jobs_too(kt: Cli, custom: client.CustomObjectsApi, namesp
     assert ok(submitted) == "trainjob.trainer.kubeflow.org/tj created\n"
     rows = [line.split() for line in ok(kt("list")).splitlines()]
     assert rows[1][:3] + rows[1][-1:] == ["TrainJob", "tj", "Created", "0/2"]
-    assert "Kind:" in ok(kt("get", "trainjob/tj"))
+    described = ok(kt("get", "trainjob/tj"))
+    assert "Kind:" in described
+    assert "Replicas:  0/2 running" in described
+    # without --nodes the runtime's numNodes (1 in torch-rt) is the count to reach
+    submitted = kt(
+        "submit", "trainjob", "--name", "tj-runtime-nodes", "--runtime", "torch-rt",
+        "--runtime-kind", "TrainingRuntime", "--", "torchrun", "train.py",
+    )  # fmt: skip
+    assert ok(submitted) == "trainjob.trainer.kubeflow.org/tj-runtime-nodes created\n"
+    rows = [line.split() for line in ok(kt("list")).splitlines()]
+    assert ["TrainJob", "tj-runtime-nodes", "0/1"] in [[r[0], r[1], r[-1]] for r in rows[1:]]
+    assert "Replicas:  0/1 running" in ok(kt("get", "trainjob/tj-runtime-nodes"))
+    ok(kt("delete", "trainjob/tj-runtime-nodes"))
     assert ok(kt("top", "job", "tj")).splitlines()[1].split()[3:5] == ["0/2", "4"]
     assert ok(kt("suspend", "trainjobs/tj")) == "trainjob.trainer.kubeflow.org/tj suspended\n"
     stored = custom.get_namespaced_custom_object(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from typing import Any
 
 import yaml
 
-from kubetrain.cli import get, listing, output
+from kubetrain.cli import get, listing, output, replicas
 from tests.unit.cli.jobobjects import pod, v1_job
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -90,3 +91,55 @@ def test_suspend_patches_run_policy_for_v1_and_spec_for_trainjob() -> None:
     assert not suspend.is_suspended(job)
     job["spec"]["runPolicy"] = {"suspend": True}
     assert suspend.is_suspended(job)
+
+
+def trainjob(num_nodes: int | None = None) -> dict[str, Any]:
+    trainer = {} if num_nodes is None else {"numNodes": num_nodes}
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "ns", "creationTimestamp": "2024-05-01T11:50:00Z"},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer},
+        # JobSet's counts are of Jobs: one Job runs both nodes
+        "status": {"jobsStatus": [{"name": "node", "active": 1, "ready": 1}]},
+    }
+
+
+def trainjob_pod(replicated_job: str, completion: int, phase: str = "Running") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"tj-{replicated_job}-0-{completion}",
+            "labels": {
+                "jobset.sigs.k8s.io/jobset-name": "tj",
+                "jobset.sigs.k8s.io/replicatedjob-name": replicated_job,
+                "jobset.sigs.k8s.io/job-index": "0",
+                "batch.kubernetes.io/job-completion-index": str(completion),
+            },
+        },
+        "spec": {"containers": [{"name": "node", "image": "x"}]},
+        "status": {"phase": phase},
+    }
+
+
+def test_a_trainjob_counts_its_running_nodes_on_its_pods_and_its_runtime_s_node_count() -> None:
+    pods = [
+        trainjob_pod("dataset-initializer", 0, phase="Succeeded"),
+        trainjob_pod("node", 0),
+        trainjob_pod("node", 1),
+        trainjob_pod("node", 2, phase="Pending"),
+    ]
+    assert replicas.node_counts(trainjob(), pods, 3) == (2, 3)
+    assert replicas.node_counts(trainjob(4), pods, 3) == (2, 4), "the job's own numNodes wins"
+    assert replicas.node_counts(trainjob(), pods, None) == (2, None)
+    text = get.describe(trainjob(), pods, [], NOW, 3)
+    assert "Replicas:  2/3 running" in text
+
+
+def test_the_list_table_takes_trainjob_node_counts_when_given() -> None:
+    job = trainjob()
+    without = listing.table([job], NOW, wide=False, namespaces=False).splitlines()
+    assert without[1].split()[-1] == "1/?", "counted from jobsStatus: Jobs, not nodes"
+    counted = listing.table(
+        [job], NOW, wide=False, namespaces=False, nodes={("ns", "tj"): (2, 3)}
+    ).splitlines()
+    assert counted[1].split()[-1] == "2/3"
