@@ -54,7 +54,6 @@ import os
 import platform
 import secrets
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -62,6 +61,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import _processes  # this directory's, as the script runs from here
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
@@ -199,26 +200,21 @@ def local_control_plane(memory: bool, parent: str | None) -> Iterator[Target]:
         command = [sys.executable, "-m", "kubetrain", "apiserver", "--home", home, "--port", "0"]
         if memory:
             command.append("--memory")
-        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        env["KUBETRAIN_HOME"] = home
-        with open(log_path, "wb") as log_file:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        process = _processes.spawn(command, log_path, home)
         try:
-            _wait_for_file(paths.kubeconfig, process, log_path)
+            _processes.wait_for_file(
+                paths.kubeconfig,
+                process,
+                START_TIMEOUT,
+                lambda why: BenchError(f"the local control plane: {why}"),
+            )
             yield Target("kubetrain", paths.kubeconfig, pid=process.pid, delete_namespaces=False)
         except BaseException:
             if process.poll() is not None:
-                print(_tail(log_path), file=sys.stderr)
+                print(_processes.tail(log_path), file=sys.stderr)
             raise
         finally:
-            _stop(process)
+            _processes.stop(process, STOP_TIMEOUT)
 
 
 def state_parent(environ: dict[str, str], given: str | None) -> str | None:
@@ -248,52 +244,6 @@ def filesystem_type(path: str) -> str:
     except OSError:
         pass
     return kind
-
-
-def _wait_for_file(path: str, process: subprocess.Popen[bytes], log_path: Path) -> None:
-    """The daemon writes its kubeconfig once it listens; a fresh home has no older one."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while not os.path.exists(path):
-        if process.poll() is not None:
-            raise BenchError(f"the local control plane exited with status {process.returncode}")
-        if time.monotonic() > deadline:
-            raise BenchError(f"the local control plane did not serve within {START_TIMEOUT:.0f}s")
-        time.sleep(0.05)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:  # also when a second Ctrl-C interrupts the wait
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-def _tail(log_path: Path, lines: int = 20) -> str:
-    try:
-        text = log_path.read_text(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def server_cpu_seconds(pid: int | None) -> float | None:
-    """User plus system CPU time of a process, from /proc (None where that is unavailable)."""
-    if pid is None:
-        return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    utime, stime = int(fields[11]), int(fields[12])
-    return (utime + stime) / os.sysconf("SC_CLK_TCK")
 
 
 # --- clients, namespaces, pods ----------------------------------------------------------------
@@ -668,9 +618,9 @@ async def run_workload(
     def say(message: str) -> None:
         progress(f"{target.name} {name}: {message}")
 
-    wall, cpu, server = clock(), time.process_time(), server_cpu_seconds(target.pid)
+    wall, cpu, server = clock(), time.process_time(), _processes.cpu_seconds(target.pid)
     figures = await WORKLOAD_FUNCTIONS[name](target.kubeconfig, namespace, sizes, clock, say)
-    server_after = server_cpu_seconds(target.pid)
+    server_after = _processes.cpu_seconds(target.pid)
     server_used = None if server is None or server_after is None else server_after - server
     return figures, Usage(name, clock() - wall, time.process_time() - cpu, server_used)
 

@@ -85,6 +85,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _processes  # this directory's, as the script runs from here
 import aiohttp
 
 from kubetrain import _aio, kube
@@ -113,7 +114,6 @@ START_TIMEOUT = 60.0  # seconds for a server to serve, or the operator to sync
 RUN_TIMEOUT = 600.0  # seconds for one run to create everything
 QUIET = 2.0  # seconds without a write after which a run's writes are counted
 QUIET_TIMEOUT = 60.0
-STOP_TIMEOUT = 20.0
 
 ROUNDS = 3  # operator and baseline runs, in turn; the ratio is their median
 GOAL_RATIO = 1.3
@@ -131,41 +131,6 @@ class BenchError(KubetrainError):
 # --- processes --------------------------------------------------------------------------------
 
 
-def _spawn(command: list[str], log: Path, home: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["KUBETRAIN_HOME"] = home
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:  # also when a second Ctrl-C interrupts the wait
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 @dataclass(frozen=True)
 class Server:
     home: str
@@ -181,16 +146,17 @@ def api_server() -> Iterator[Server]:
         paths = daemon.Paths(home)
         log = Path(home) / "apiserver.log"
         command = [sys.executable, "-m", "kubetrain", "apiserver", "--home", home]
-        process = _spawn([*command, "--memory", "--port", "0"], log, home)
+        process = _processes.spawn([*command, "--memory", "--port", "0"], log, home)
         try:
-            deadline = time.monotonic() + START_TIMEOUT
-            while not os.path.exists(paths.kubeconfig):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise BenchError(f"the API server did not start:\n{_tail(log)}")
-                time.sleep(0.05)
+            _processes.wait_for_file(
+                paths.kubeconfig,
+                process,
+                START_TIMEOUT,
+                lambda why: BenchError(f"the API server: {why}:\n{_processes.tail(log)}"),
+            )
             yield Server(home, paths.kubeconfig, process.pid)
         finally:
-            _stop(process)
+            _processes.stop(process)
 
 
 def free_port() -> int:
@@ -222,7 +188,7 @@ def operator_process(server: Server, namespace: str, threads: int) -> Iterator[O
         "--controller-threads", str(threads),
         "--log-level", "WARNING",
     ]  # fmt: skip
-    process = _spawn(command, log, server.home)
+    process = _processes.spawn(command, log, server.home)
     try:
         yield Operator(
             process,
@@ -231,7 +197,7 @@ def operator_process(server: Server, namespace: str, threads: int) -> Iterator[O
             log,
         )
     finally:
-        _stop(process)
+        _processes.stop(process)
 
 
 def proc_status_kb(pid: int, field_name: str) -> float | None:
@@ -244,16 +210,6 @@ def proc_status_kb(pid: int, field_name: str) -> float | None:
     return float(found.group(1)) if found else None
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User plus system CPU time of a process, from /proc (None where unavailable)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def http_get(url: str) -> tuple[int, str]:
     timeout = aiohttp.ClientTimeout(total=5)
     async with aiohttp.ClientSession() as session, session.get(url, timeout=timeout) as response:
@@ -264,7 +220,7 @@ async def wait_ready(operator: Operator) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         if operator.process.poll() is not None:
-            raise BenchError(f"the operator exited:\n{_tail(operator.log)}")
+            raise BenchError(f"the operator exited:\n{_processes.tail(operator.log)}")
         with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
             if (await http_get(operator.ready))[0] == 200:
                 return
@@ -520,7 +476,7 @@ async def timed_run(
         watching(server.kubeconfig, namespace, monitor),
     ):
         before = await resource_version(client)
-        cpu_before = cpu_seconds(server.pid)
+        cpu_before = _processes.cpu_seconds(server.pid)
         started = clock()
         async with _aio.timeout(RUN_TIMEOUT):
             await work(client)
@@ -529,7 +485,7 @@ async def timed_run(
         seconds = monitor.done_at - started
         await quiet(monitor, clock)
         after = await resource_version(client)
-        cpu_after = cpu_seconds(server.pid)
+        cpu_after = _processes.cpu_seconds(server.pid)
     server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     return Run(
         name,
@@ -555,7 +511,7 @@ async def operator_run(
         await wait_ready(operator)
         pid = operator.process.pid
         rss_ready = proc_status_kb(pid, "VmRSS")
-        cpu_before = cpu_seconds(pid)
+        cpu_before = _processes.cpu_seconds(pid)
         say(f"operator: synced; submitting {jobs:,} jobs ({submitters} at a time)")
         monitor = Monitor(jobs, need_created=True, clock=clock)
 
@@ -563,7 +519,7 @@ async def operator_run(
             await submit(client, namespace, jobs, submitters)
 
         run = await timed_run("operator", server, namespace, monitor, clock, work)
-        cpu_after = cpu_seconds(pid)
+        cpu_after = _processes.cpu_seconds(pid)
         run.rss_ready_mb = None if rss_ready is None else rss_ready / 1024
         rss_end, peak = proc_status_kb(pid, "VmRSS"), proc_status_kb(pid, "VmHWM")
         run.rss_end_mb = None if rss_end is None else rss_end / 1024
@@ -573,7 +529,8 @@ async def operator_run(
         with contextlib.suppress(aiohttp.ClientError, OSError, asyncio.TimeoutError):
             run.metrics = metric_sums((await http_get(operator.metrics))[1])
         if operator.process.poll() is not None:
-            raise BenchError(f"the operator exited during the run:\n{_tail(operator.log)}")
+            log = _processes.tail(operator.log)
+            raise BenchError(f"the operator exited during the run:\n{log}")
         async with await kube.Client.from_kubeconfig(server.kubeconfig) as client:
             templates = await capture_templates(client, namespace)
     return run, templates

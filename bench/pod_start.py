@@ -46,6 +46,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import _processes  # this directory's, as the script runs from here
+
 from kubetrain import _aio, kube
 from kubetrain.kube import resource
 from kubetrain.kube import watch as kube_watch
@@ -81,30 +83,6 @@ class Result:
 # --- processes --------------------------------------------------------------------------------
 
 
-def _spawn(command: list[str], log: Path, home: str) -> subprocess.Popen[bytes]:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["KUBETRAIN_HOME"] = home
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @contextlib.contextmanager
 def control_plane_and_node(memory: bool, node: str) -> Iterator[tuple[str, str]]:
     """Start ``kubetrain apiserver`` and ``kubetrain node`` in a temporary home; yield the
@@ -115,16 +93,18 @@ def control_plane_and_node(memory: bool, node: str) -> Iterator[tuple[str, str]]
         command = [sys.executable, "-m", "kubetrain", "apiserver", "--home", home, "--port", "0"]
         if memory:
             command.append("--memory")
-        api = _spawn(command, Path(home) / "apiserver.log", home)
+        log = Path(home) / "apiserver.log"
+        api = _processes.spawn(command, log, home)
         agent: subprocess.Popen[bytes] | None = None
         root = os.path.join(home, "node")
         try:
-            deadline = time.monotonic() + START_TIMEOUT
-            while not os.path.exists(paths.kubeconfig):
-                if api.poll() is not None or time.monotonic() > deadline:
-                    raise BenchError("the local control plane did not start; see apiserver.log")
-                time.sleep(0.05)
-            agent = _spawn(
+            _processes.wait_for_file(
+                paths.kubeconfig,
+                api,
+                START_TIMEOUT,
+                lambda why: BenchError(f"the local control plane: {why}:\n{_processes.tail(log)}"),
+            )
+            agent = _processes.spawn(
                 [
                     sys.executable, "-m", "kubetrain", "node", "--kubeconfig", paths.kubeconfig,
                     "--name", node, "--root", root, "--gpus", "0", "--log-level", "WARNING",
@@ -135,9 +115,9 @@ def control_plane_and_node(memory: bool, node: str) -> Iterator[tuple[str, str]]
             yield paths.kubeconfig, root
         finally:
             if agent is not None:
-                _stop(agent)
+                _processes.stop(agent)
             asyncio.run(_remove_pods(root))
-            _stop(api)
+            _processes.stop(api)
 
 
 async def _remove_pods(root: str) -> None:

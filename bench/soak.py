@@ -71,6 +71,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import _processes  # this directory's, as the script runs from here
+
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
 from kubetrain.kube import resource
@@ -173,34 +175,18 @@ def control_plane(parent: str | None) -> Iterator[tuple[str, subprocess.Popen[by
         paths = daemon.Paths(home)
         command = [sys.executable, "-m", "kubetrain", "apiserver", "--home", home, "--port", "0"]
         command += ["--with-workloads", "--node-backoff", "1", "--log-level", "WARNING"]
-        env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-        env["KUBETRAIN_HOME"] = home
         log = Path(home) / "daemon.log"
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                start_new_session=True,
-            )
+        process = _processes.spawn(command, log, home)
         try:
-            deadline = time.monotonic() + START_TIMEOUT
-            while not os.path.exists(paths.kubeconfig):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    tail = log.read_text(errors="replace")[-2000:]
-                    raise BenchError(f"the local control plane did not start:\n{tail}")
-                time.sleep(0.05)
+            _processes.wait_for_file(
+                paths.kubeconfig,
+                process,
+                START_TIMEOUT,
+                lambda why: BenchError(f"the local control plane: {why}:\n{_processes.tail(log)}"),
+            )
             yield paths.kubeconfig, process, home
         finally:
-            if process.poll() is None:
-                process.terminate()  # it stops its pods' processes on the way out
-                try:
-                    process.wait(STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            _processes.stop(process, STOP_TIMEOUT)  # it stops its pods' processes on the way out
 
 
 def sample(pid: int, origin: float) -> Sample:

@@ -71,10 +71,8 @@ REVIEWED: Final = {
     ("kubetrain/local/node/shim.py", "start_tty", "os.execve"): "the exec request's argv",
     ("bench/launch.py", "*", "asyncio.create_subprocess_exec"): "the benchmark's own commands",
     ("bench/launch.py", "*", "subprocess.run"): "the benchmark's own commands",
-    ("bench/pod_start.py", "*", "subprocess.Popen"): "the benchmark's own commands",
-    ("bench/apiserver.py", "*", "subprocess.Popen"): "the benchmark's own commands",
-    ("bench/operator.py", "*", "subprocess.Popen"): "the benchmark's own commands",
-    ("bench/soak.py", "*", "subprocess.Popen"): "this interpreter running the control plane",
+    ("bench/_processes.py", "*", "subprocess.Popen"): "the benchmarks' own commands",
+    ("bench/pod_start.py", "*", "subprocess.Popen"): "the command spawned directly, to compare",
 }
 # (file, enclosing function) of code that writes a shell script or a `sh -c` command
 SHELL_SCRIPTS: Final = {
