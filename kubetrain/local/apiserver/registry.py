@@ -964,8 +964,8 @@ class Registry:
         new_meta["resourceVersion"] = old_meta.get("resourceVersion")
         if subresource == "status":
             # Everything but status is the stored object's. Its parts are shared with ``old``
-            # rather than copied: nothing edits them below but metadata, copied here, and the
-            # comparisons after (ratcheting, managedFields) skip a part that is ``old``'s own.
+            # rather than copied: nothing below edits them but metadata, copied here, and the
+            # managedFields diff skips a part that is ``old``'s own.
             status = new.get("status")
             new = dict(old)
             new["metadata"] = dict(old_meta)

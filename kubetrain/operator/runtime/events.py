@@ -27,8 +27,8 @@ manager, whose writer task writes them in the background, as client-go's broadca
   reconciled), an event waits, for at most :data:`YIELD_LIMIT` seconds after it was recorded:
   under load the API server's time goes to the pods, Services and status the reconciles
   write, and the events follow a moment later, as an API server's priority and fairness
-  would order them. A burst of 500 PyTorchJobs records 4,500 events; written beside the
-  reconciles they slowed them by a tenth (bench/operator.py).
+  would order them. Of the 4,500 events a burst of 500 PyTorchJobs records, about 500 were
+  written during the burst before, and 30 now (bench/operator.py).
 - when the writer is stopped, what is queued is still written, for at most
   :data:`DRAIN_TIMEOUT` seconds; the rest is dropped (reason ``stopped``).
 
@@ -342,7 +342,8 @@ class Broadcaster:
 
     async def _yield(self, item: _Pending) -> None:
         """Wait while the controllers are busy, until ``yield_limit`` seconds after ``item``
-        was recorded."""
+        was recorded (``item.at`` is the recorder's clock: a manager's recorders and its
+        broadcaster share ``time.monotonic``)."""
         if self._busy is None:
             return
         while self._busy() and self._clock() - item.at < self.yield_limit:
