@@ -203,17 +203,7 @@ def test_a_signed_download_pages_through_the_listing_and_streams_every_object(
 ) -> None:
     state = StandIn({"bucket": dataset_bucket()})
 
-    def env(endpoint: str) -> dict[str, str]:
-        return {
-            "STORAGE_URI": "s3://bucket/data",
-            "OUTPUT_PATH": str(tmp_path),
-            "ENDPOINT": endpoint,
-            "ACCESS_KEY_ID": KEY_ID,
-            "SECRET_ACCESS_KEY": SECRET,
-            "REGION": REGION,
-        }
-
-    assert downloaded(state, "dataset", env) == 5
+    assert downloaded(state, "dataset", signed_env(tmp_path)) == 5
     assert files(tmp_path) == {
         "a b+c.txt": b"spaces and plus",
         "sub/big.bin": BIG,
@@ -267,6 +257,23 @@ def test_a_bucket_in_another_region_is_followed_there(tmp_path: Path) -> None:
     assert run(scenario) == 1
     assert files(tmp_path) == {"x.txt": b"x"}
     assert [path for path, _, _ in state.seen] == ["/bucket", "/bucket", "/bucket/data/x.txt"]
+
+
+def signed_env(output: Path) -> Callable[[str], dict[str, str]]:
+    """The dataset initializer's environment for ``s3://bucket/data`` with the test's keys,
+    given the stand-in's endpoint."""
+
+    def env(endpoint: str) -> dict[str, str]:
+        return {
+            "STORAGE_URI": "s3://bucket/data",
+            "OUTPUT_PATH": str(output),
+            "ENDPOINT": endpoint,
+            "ACCESS_KEY_ID": KEY_ID,
+            "SECRET_ACCESS_KEY": SECRET,
+            "REGION": REGION,
+        }
+
+    return env
 
 
 def downloaded(state: StandIn, kind: str, env: Callable[[str], dict[str, str]]) -> int:
@@ -344,17 +351,7 @@ def test_transient_failures_are_retried_and_a_short_body_is_fetched_again(
         faults={"/bucket": ["503"], "/bucket/data/x.txt": ["short", "503"]},
     )
 
-    def env(endpoint: str) -> dict[str, str]:
-        return {
-            "STORAGE_URI": "s3://bucket/data",
-            "OUTPUT_PATH": str(tmp_path),
-            "ENDPOINT": endpoint,
-            "ACCESS_KEY_ID": KEY_ID,
-            "SECRET_ACCESS_KEY": SECRET,
-            "REGION": REGION,
-        }
-
-    assert downloaded(state, "dataset", env) == 1
+    assert downloaded(state, "dataset", signed_env(tmp_path)) == 1
     assert files(tmp_path) == {"x.txt": b"0123456789"}, "whole, and no .part file left"
     assert [path for path, _, _ in state.seen].count("/bucket/data/x.txt") == 3
 
