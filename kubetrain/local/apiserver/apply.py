@@ -436,7 +436,8 @@ def apply(
     list_keys: ListKeys | None = None,
     subresource: str | None = None,
 ) -> dict[str, Any]:
-    """The object after ``manager`` applies ``config`` to ``live`` (None: create it).
+    """The object after ``manager`` applies ``config`` to ``live`` (None: create it), as an
+    object of its own: neither argument is edited.
 
     Raises :class:`ApplyConflict` when the result would change fields other managers own and
     ``force`` is false; with ``force`` those fields move to this manager. An apply that changes

@@ -723,7 +723,7 @@ class Registry:
         expect = _rv_in_patch(patch_type, document, r, name)
 
         def mutate(old: dict[str, Any]) -> dict[str, Any]:
-            return _patched(r, copy.deepcopy(old), patch_type, document)
+            return _patched(r, old, patch_type, document)  # every patch works on a copy
 
         return await self._guaranteed_update(
             r, namespace, name, mutate, opts, subresource, expect, operation="Update"
@@ -775,9 +775,9 @@ class Registry:
 
         def mutate(old: dict[str, Any]) -> dict[str, Any]:
             try:
-                return ssa.apply(
-                    copy.deepcopy(old),
-                    copy.deepcopy(config),
+                return ssa.apply(  # reads both, returns an object of its own
+                    old,
+                    config,
                     opts.field_manager,
                     force=opts.force,
                     now=self.now(),
