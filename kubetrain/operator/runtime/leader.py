@@ -15,7 +15,9 @@ The Lease's spec is the record: ``holderIdentity``, ``leaseDurationSeconds``,
 The leader renews every ``retry_period``; when no renewal succeeds within ``renew_deadline``
 it has lost the lease and must stop (the manager stops its controllers). A leader that stops
 cleanly releases the lease (empty holder, duration 1 s), so a standby takes over at its next
-try instead of waiting out the lease. Defaults are client-go's: 15 s, 10 s, 2 s.
+try instead of waiting out the lease; if the release meets a newer version (a renewal the stop
+cut short had landed), it reads the lease again and releases it if it is still its own.
+Defaults are client-go's: 15 s, 10 s, 2 s.
 
 Owns: the decisions (pure functions, tested as a table) and :class:`Elector`, which acts on
 them. Must not: start or stop controllers (the manager does), or trust another machine's
@@ -232,6 +234,10 @@ class Elector:
         try:
             async with _aio.timeout(RELEASE_TIMEOUT):
                 done = await self._write(released(self._observed, microtime(self._wall())))
+                if not done and await self._still_held():
+                    # A renewal the stop cut short can land after all: the lease changed
+                    # since it was read, but it is still this candidate's to give up.
+                    done = await self._write(released(self._observed, microtime(self._wall())))
         except TimeoutError:
             done = False
         if done:
@@ -239,6 +245,16 @@ class Elector:
         else:
             log.warning("%s: %s could not release it; it expires by itself", self, self.identity)
         return done
+
+    async def _still_held(self) -> bool:
+        """Read the lease again; whether this candidate is its holder."""
+        try:
+            lease = await self.client.get(LEASES, self.name, namespace=self.namespace)
+        except kube.ApiError:
+            return False
+        self._lease = lease
+        self._observed, self._observed_at = Record.of(lease), self._monotonic()
+        return self._observed.holder == self.identity
 
     async def _bounded_try(self, limit: float) -> bool:
         try:

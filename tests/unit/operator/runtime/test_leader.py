@@ -241,3 +241,36 @@ def test_api_errors_are_a_failed_try_not_a_crash() -> None:
         assert await a.try_acquire_or_renew()
 
     run(scenario)
+
+
+def landed_unseen_renewal(client: FakeClient, holder: str) -> None:
+    """A write to the lease its candidate never heard back about (a renewal that a stop cut
+    short after the server took it): the lease moves on to a version the candidate has not
+    read."""
+    stored = client.objects[("leases", "ns", "lock")]
+    stored["spec"] = {**stored["spec"], "holderIdentity": holder}
+    stored["metadata"]["resourceVersion"] = str(int(stored["metadata"]["resourceVersion"]) + 100)
+
+
+def test_a_release_after_a_renewal_whose_answer_was_lost_still_releases() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock()
+        a = elector(client, clock, "a")
+        assert await a.try_acquire_or_renew()
+        landed_unseen_renewal(client, "a")
+        assert await a.release()
+        assert lease(client)["holderIdentity"] == ""
+
+    run(scenario)
+
+
+def test_a_release_leaves_a_lease_another_candidate_took_meanwhile() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock()
+        a = elector(client, clock, "a")
+        assert await a.try_acquire_or_renew()
+        landed_unseen_renewal(client, "b")
+        assert not await a.release()
+        assert lease(client)["holderIdentity"] == "b"
+
+    run(scenario)
