@@ -15,8 +15,8 @@ The Lease's spec is the record: ``holderIdentity``, ``leaseDurationSeconds``,
 The leader renews every ``retry_period``; when no renewal succeeds within ``renew_deadline``
 it has lost the lease and must stop (the manager stops its controllers). A leader that stops
 cleanly releases the lease (empty holder, duration 1 s), so a standby takes over at its next
-try instead of waiting out the lease; if the release meets a newer version (a renewal the stop
-cut short had landed), it reads the lease again and releases it if it is still its own.
+try instead of waiting out the lease, even when the stop cut short a claim or a renewal that
+landed unseen (:meth:`Elector.release`).
 Defaults are client-go's: 15 s, 10 s, 2 s.
 
 Owns: the decisions (pure functions, tested as a table) and :class:`Elector`, which acts on
@@ -228,15 +228,19 @@ class Elector:
             await self._sleep(self.timing.retry_period)
 
     async def release(self) -> bool:
-        """Give the lease up, if this candidate holds it; True when done (or not held)."""
-        if not self.is_leader or self._observed is None or self._lease is None:
-            return True
+        """Give the lease up, if this candidate holds it; True when done (or not held).
+
+        A write the stop cut short may have landed unseen: a claim (the lease is this
+        candidate's though it never heard so) or a renewal (the lease is at a newer version).
+        So when the lease does not look like its own, or the release meets a newer version,
+        it is read again, and released if its holder is this candidate."""
         try:
             async with _aio.timeout(RELEASE_TIMEOUT):
+                if not self.is_leader and not await self._still_held():
+                    return True
+                assert self._observed is not None
                 done = await self._write(released(self._observed, microtime(self._wall())))
                 if not done and await self._still_held():
-                    # A renewal the stop cut short can land after all: the lease changed
-                    # since it was read, but it is still this candidate's to give up.
                     done = await self._write(released(self._observed, microtime(self._wall())))
         except TimeoutError:
             done = False

@@ -255,9 +255,10 @@ class Manager:
             return
         gauge = self.metrics.leader.labels(self.settings.lease_name)
         while True:
-            await elector.acquire()
             lost = False
             try:
+                # inside the try: a stop while acquiring may cut short a claim that landed
+                await elector.acquire()
                 gauge.set(1)
                 self._leading = True
                 async with _aio.TaskGroup() as group:

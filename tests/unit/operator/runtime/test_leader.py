@@ -274,3 +274,30 @@ def test_a_release_leaves_a_lease_another_candidate_took_meanwhile() -> None:
         assert lease(client)["holderIdentity"] == "b"
 
     run(scenario)
+
+
+def test_a_release_after_a_claim_whose_answer_was_lost_still_releases() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock()
+        a, other = elector(client, clock, "a"), elector(client, clock, "b")
+        assert await other.try_acquire_or_renew()  # the lease exists: b's, then a's unseen
+        landed_unseen_renewal(client, "a")
+        assert not a.is_leader, "a never heard back"
+        assert await a.release()
+        assert lease(client)["holderIdentity"] == ""
+
+    run(scenario)
+
+
+def test_a_standby_s_release_writes_nothing() -> None:
+    async def scenario() -> None:
+        client, clock = FakeClient(), FakeClock()
+        a, b = elector(client, clock, "a"), elector(client, clock, "b")
+        assert await a.try_acquire_or_renew()
+        assert not await b.try_acquire_or_renew()
+        writes = len([c for c in client.calls if c.verb == "replace"])
+        assert await b.release()
+        assert lease(client)["holderIdentity"] == "a"
+        assert len([c for c in client.calls if c.verb == "replace"]) == writes
+
+    run(scenario)
