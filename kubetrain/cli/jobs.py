@@ -126,10 +126,15 @@ async def pods(client: kube.Client, job: Mapping[str, Any]) -> list[dict[str, An
     return list(listed.get("items") or [])
 
 
-async def runtime_nodes(client: kube.Client, job: Mapping[str, Any]) -> int | None:
+RuntimeNodes = dict[tuple[str, str, str], int | None]
+
+
+async def runtime_nodes(
+    client: kube.Client, job: Mapping[str, Any], known: RuntimeNodes | None = None
+) -> int | None:
     """How many nodes a TrainJob's runtime gives it: its ``mlPolicy.numNodes``, 1 when the
     policy leaves it out (Trainer's default); None for other kinds or a runtime that cannot be
-    read."""
+    read. ``known`` keeps the answers by runtime, so jobs sharing one read it once."""
     if jobkinds.of(job) is not jobkinds.TRAINJOB:
         return None
     spec = job.get("spec") if isinstance(job.get("spec"), Mapping) else {}
@@ -142,16 +147,23 @@ async def runtime_nodes(client: kube.Client, job: Mapping[str, Any]) -> int | No
         plural = "trainingruntimes"
     else:
         where, plural = {}, "clustertrainingruntimes"
+    key = (plural, where.get("namespace", ""), name)
+    if known is not None and key in known:
+        return known[key]
     runtimes = kube.Resource(
         jobkinds.TRAINER_GROUP, jobkinds.TRAINER_VERSION, plural, namespaced=bool(where)
     )
     try:
         runtime = await client.get(runtimes, name, **where)
     except kube.ApiError:
-        return None
-    policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
-    nodes = policy.get("numNodes", 1) if isinstance(policy, Mapping) else 1
-    return nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+        found = None
+    else:
+        policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
+        nodes = policy.get("numNodes", 1) if isinstance(policy, Mapping) else 1
+        found = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+    if known is not None:
+        known[key] = found
+    return found
 
 
 async def events(

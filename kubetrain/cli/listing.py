@@ -122,10 +122,11 @@ async def node_counts(
     """(running, desired) nodes of each TrainJob in ``found``, by (namespace, name): from its
     pods and its runtime (see :func:`replicas.node_counts`)."""
     counts = {}
+    known: jobs.RuntimeNodes = {}  # jobs of one runtime read it once
     for job in found:
         if jobkinds.of(job) is jobkinds.TRAINJOB:
             pods = await jobs.pods(client, job)
-            nodes = await jobs.runtime_nodes(client, job)
+            nodes = await jobs.runtime_nodes(client, job, known)
             key = (jobs.namespace_of(job), jobs.name_of(job))
             counts[key] = replicas.node_counts(job, pods, nodes)
     return counts
