@@ -9,6 +9,7 @@ ship inside the package: nothing is downloaded, and every rank loads the same sp
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 
 import torch
@@ -60,6 +61,11 @@ def main() -> None:
         accuracy = (model(x_test).argmax(dim=1) == y_test).float().mean().item()
     if rank == 0:
         print(f"test accuracy {accuracy:.3f}", flush=True)
+    # DDP holds the process group, so destroy_process_group alone leaves gloo's worker threads
+    # running into interpreter shutdown; one that frees its last tensor there aborts the rank
+    # (SIGABRT, "terminate called without an active exception"). Free DDP first.
+    del model, optimizer
+    gc.collect()
     dist.destroy_process_group()
 
 

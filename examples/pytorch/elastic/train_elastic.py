@@ -14,6 +14,7 @@ epochs, so that there is time to scale the job while it trains.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import time
 from pathlib import Path
@@ -104,6 +105,10 @@ def main() -> None:
     dist.barrier()
     if rank == 0:
         print(f"done: {args.epochs} epochs, last world size {world}", flush=True)
+    # DDP holds the process group: free it before the group goes, or a gloo worker thread may
+    # free its last tensor during interpreter shutdown and abort the rank (see train_ddp.py).
+    del ddp, model, optimizer
+    gc.collect()
     dist.destroy_process_group()
 
 
