@@ -130,6 +130,8 @@ QUICK = Sizes(jobs=100, duration=60.0, submitters=4)
 class Sample:
     at: float  # seconds since the load began (negative: before it)
     rss: int  # bytes
+    anon: int  # bytes of the RSS that are anonymous (heap, arenas): what a leak grows
+    file: int  # bytes of the RSS that map files (code and data of loaded libraries)
     fds: int
     threads: int
     cpu: float  # seconds, user + system
@@ -190,19 +192,20 @@ def control_plane(parent: str | None) -> Iterator[tuple[str, subprocess.Popen[by
 
 
 def sample(pid: int, origin: float) -> Sample:
-    """The daemon's RSS, open descriptors, threads and CPU time, from /proc."""
-    rss = threads = 0
+    """The daemon's RSS (and its anonymous and file-backed parts), open descriptors, threads
+    and CPU time, from /proc."""
+    status = {}
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1]) * 1024
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
+            key, _, value = line.partition(":")
+            status[key] = value.split()
+    rss, anon, file = (int(status[k][0]) * 1024 for k in ("VmRSS", "RssAnon", "RssFile"))
+    threads = int(status["Threads"][0])
     fds = len(os.listdir(f"/proc/{pid}/fd"))
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return Sample(time.monotonic() - origin, rss, fds, threads, cpu)
+    return Sample(time.monotonic() - origin, rss, anon, file, fds, threads, cpu)
 
 
 async def samples(pid: int, origin: float, count: int) -> list[Sample]:
@@ -484,6 +487,14 @@ def report(run: Run, sizes: Sizes, wall: float) -> dict[str, Any]:
             "allowed": allowed,
             "back_to_baseline": end <= allowed,
         }
+    for attribute in ("anon", "file"):  # what the RSS is made of; no goal of their own
+        resources[attribute] = {
+            "baseline": resting(run.baseline, attribute),
+            "peak": max([getattr(s, attribute) for s in run.samples] or [0]),
+            "middle": getattr(middle, attribute),
+            "after_each_pass": [resting(p.end, attribute) for p in run.passes],
+            "end": resting(last.end, attribute),
+        }
     cpu = last.end[-1].cpu - run.baseline[0].cpu if last.end and run.baseline else None
     return {
         "sizes": {"jobs": sizes.jobs, "duration_s": sizes.duration, "submitters": sizes.submitters},
@@ -559,6 +570,8 @@ def render(doc: dict[str, Any]) -> str:
     lines.append(f"daemon        baseline      peak    middle {ends}   end-base  back?")
     for attribute, label, scale in (
         ("rss", "RSS MiB", 1 / 2**20),
+        ("anon", " anonymous", 1 / 2**20),
+        ("file", " files", 1 / 2**20),
         ("fds", "open fds", 1),
         ("threads", "threads", 1),
     ):
@@ -566,7 +579,7 @@ def render(doc: dict[str, Any]) -> str:
         cells = [r["baseline"], r["peak"], r["middle"], *r["after_each_pass"]]
         row = " ".join(f"{c * scale:>9.1f}" if scale != 1 else f"{c:>9.0f}" for c in cells)
         delta = (r["end"] - r["baseline"]) * scale
-        verdict = "PASS" if r["back_to_baseline"] else "MISS"
+        verdict = {True: "PASS", False: "MISS", None: ""}[r.get("back_to_baseline")]
         lines.append(f"  {label:<10}{row} {delta:>+10.1f}  {verdict}")
     window = doc["watch_window"]
     lines.append(
