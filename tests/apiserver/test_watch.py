@@ -83,6 +83,23 @@ def test_resuming_from_the_last_seen_version_misses_nothing_and_repeats_nothing(
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in second] == [("ADDED", "two")]
 
 
+def test_a_replay_of_many_large_events_arrives_whole_and_in_order(
+    api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
+) -> None:
+    # 300 events of about 2 KB: more than one of the server's batched writes of a stream
+    start = core.list_namespaced_config_map(namespace).metadata.resource_version
+    names = [f"big-{i:03d}" for i in range(300)]
+    for name in names:
+        core.create_namespaced_config_map(
+            namespace, {"metadata": {"name": name}, "data": {"k": name * 250}}
+        )
+    got = events(api_client, namespace, resourceVersion=start, timeoutSeconds=2)
+    assert [e["object"]["metadata"]["name"] for e in got] == names
+    assert all(e["object"]["data"]["k"] == e["object"]["metadata"]["name"] * 250 for e in got)
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in got]
+    assert versions == sorted(set(versions))
+
+
 def test_a_watch_without_a_version_starts_with_the_current_state(
     api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
 ) -> None:
