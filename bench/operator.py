@@ -42,15 +42,19 @@ baseline first, on the bodies of the round before) and the ratio reported is the
 the rounds' ratios; single rounds of the same code on the same machine differ by up to a
 quarter, so one round says little.
 
-**Figures** (500 jobs, 2 cores, quiet machine, 7 rounds): ratio median 1.34 (rounds 1.28 to
-1.39; before the changes below, single runs gave 1.18 to 1.52, most 1.3 to 1.45); 9 writes
-to pods, Services and the job per job, 9 Events; 146 MB at the end. The runs are bound by the
-API server's one core. What the operator run asks of it beyond the baseline's writes: the
-status update (0.64 ms of server CPU, 0.9 ms before status updates stopped copying the
-object), the watch events delivered to the operator, and the cost of requests that arrive
-less bunched together (a create costs the server 0.87 ms when 4 arrive at a time, 0.68 ms
-at 16). The operator writes a job's status beside its creates, not after them, and holds
-its Events back while it has reconciles to do, so they are written once the burst is over.
+**Figures** (500 jobs, 2 cores, quiet machine, 15 rounds): ratio median 1.22 (rounds 0.86 to
+1.54; 11 of 15 at 1.3 or less); the same run with watch events written one per send, as
+before, just after it: median 1.27 (1.14 to 1.44). Medians of 6 and 7 rounds on other days
+were 1.32 to 1.36: the median moves with the machine by about as much as any change since.
+9 writes to pods, Services and the job per job, 9 Events; 146 MB at the end. The runs are
+bound by the API server's one core; within the clock it spends about the same CPU in both
+runs (3.4 to 4.3 s in the operator run, 3.0 to 4.4 s in the baseline's, 4 rounds each). What
+the operator run asks of it beyond the baseline's writes: the status update (0.64 ms of
+server CPU), the watch events delivered to the operator (written a burst at a time), and the
+cost of requests that arrive less bunched together (a create costs the server 0.87 ms when 4
+arrive at a time, 0.68 ms at 16). The operator writes a job's status beside its creates, not
+after them, and holds its Events back while it has reconciles to do, so they are written once
+the burst is over.
 
 Usage::
 
