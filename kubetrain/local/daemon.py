@@ -73,6 +73,10 @@ COMPONENTS_READY_TIMEOUT = 20.0  # seconds the control plane waits for its compo
 GC_THRESHOLDS = (50_000, 20, 100)
 RELEASE_EVERY = 15.0  # seconds between looks at whether a burst of writes is over
 RELEASE_AFTER = 100  # writes since the last release that make another worth doing
+# Resources the store keeps encoded in memory (store.Item): Events, nine for each job, are
+# written once or twice and read seldom (describe, the hourly expiry), and decoded they were
+# the largest share of the memory a burst of jobs leaves behind (bench/soak.py).
+ENCODED = ("events",)
 
 
 def resolve_home(environ: Mapping[str, str], given: str | None = None) -> str:
@@ -364,7 +368,7 @@ async def run(
         credentials = await asyncio.to_thread(tls.ensure, paths.pki)
         os.makedirs(paths.volumes, mode=0o700, exist_ok=True)
         db_path = None if config.memory else paths.database
-        async with store.opened(db_path, window=config.watch_window) as db:
+        async with store.opened(db_path, window=config.watch_window, encoded=ENCODED) as db:
             hub = watch.Hub(db)
             catalog = resources.Catalog()
             root_ca = await asyncio.to_thread(Path(credentials.ca_cert).read_text, "utf-8")

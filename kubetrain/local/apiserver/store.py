@@ -15,7 +15,7 @@ What it owns:
 
   - **count**: the newest ``window`` events (10,000);
   - **bytes**: the newest events whose encoded objects add up to at most ``window_bytes``
-    (16 MiB; decoded, they take about 3.5 times that in memory);
+    (16 MiB; a version the log alone holds is kept encoded, see :class:`Item`);
   - **age**: an event older than ``window_age`` seconds (75, kube's eventFreshDuration:
     a bookmark interval of 60 s plus 15) goes, except the newest :data:`KEEP`, also while
     no writes come. So once a burst of writes is over, the memory its history took is given
@@ -57,7 +57,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -129,13 +129,30 @@ class Key:
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One stored version of an object. ``obj`` is shared and must not be mutated; ``raw``
-    is its JSON encoding, ready to be sent."""
+    """One stored version of an object: ``raw`` is its JSON encoding, ready to be sent, and
+    ``obj`` the decoded object, shared, never to be mutated.
+
+    A version that only the event log still holds (one replaced or deleted since), and
+    every version of a resource the store keeps encoded (``Store(encoded=...)``), keeps
+    ``raw`` alone (:meth:`archived`), and ``obj`` decodes it on each use: a decoded object
+    takes about 3.5 times its encoding in small Python objects, and a burst of writes
+    leaves thousands of versions, whose memory Python's allocator keeps after they are let
+    go (docs/reliability.md). Only a watch that resumes from an older version and a
+    ``continue`` page read the log's; the other reads of an encoded resource decode."""
 
     key: Key
     rv: int
-    obj: dict[str, Any]
+    decoded: dict[str, Any] | None
     raw: bytes
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        decoded = self.decoded
+        return decoded if decoded is not None else json.loads(self.raw)
+
+    def archived(self) -> Item:
+        """This version as the event log keeps it once it is no longer current."""
+        return self if self.decoded is None else Item(self.key, self.rv, None, self.raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,8 +295,11 @@ class Store:
         window_age: float = DEFAULT_WINDOW_AGE,
         max_object: int = MAX_OBJECT,
         clock: Callable[[], float] = time.monotonic,
+        encoded: Collection[str] = (),
     ) -> None:
         self.path = path
+        # resources whose objects memory keeps encoded only: many, and seldom read
+        self.encoded = frozenset(encoded)
         self.window = max(1, window)
         self.window_bytes = max(0, window_bytes)
         self.window_age = max(0.0, window_age)
@@ -314,10 +334,11 @@ class Store:
         )
         for resource, namespace, name, item_rv, data in objects:
             key = Key(resource, namespace, name)
-            self._put(Item(key, item_rv, json.loads(data), bytes(data)))
+            decoded = None if resource in self.encoded else json.loads(data)
+            self._put(Item(key, item_rv, decoded, bytes(data)))
         loaded = []
         for ev_rv, ev_type, resource, namespace, name, data in events:
-            item = Item(Key(resource, namespace, name), ev_rv, json.loads(data), bytes(data))
+            item = Item(Key(resource, namespace, name), ev_rv, None, bytes(data))
             loaded.append(Event(ev_type, item, None))
         self._append(loaded, self._clock())  # fresh: watches resume across a restart
         self._rv = rv
@@ -568,6 +589,8 @@ class Store:
 
     def _put(self, item: Item) -> None:
         key = item.key
+        if key.resource in self.encoded:
+            item = item.archived()
         self._index.setdefault(key.resource, {}).setdefault(key.namespace, {})[key.name] = item
 
     def _remove(self, key: Key) -> None:
@@ -582,10 +605,28 @@ class Store:
             del by_ns[key.namespace]
 
     def _append(self, events: Sequence[Event], at: float) -> None:
-        self._log.extend(events)
-        self._log_rvs.extend(e.rv for e in events)
-        self._log_at.extend(at for _ in events)
-        self._log_bytes += sum(len(e.item.raw) for e in events)
+        """Log ``events``, keeping every version they replace or delete archived (see
+        :class:`Item`); the listeners were handed the events as they are."""
+        for event in events:
+            archive = event.type == DELETED or event.key.resource in self.encoded
+            if event.prev is not None or archive:
+                prev = None if event.prev is None else self._archive(event.prev)
+                item = event.item.archived() if archive else event.item
+                event = Event(event.type, item, prev)
+            self._log.append(event)
+            self._log_rvs.append(event.rv)
+            self._log_at.append(at)
+            self._log_bytes += len(event.item.raw)
+
+    def _archive(self, replaced: Item) -> Item:
+        """``replaced`` archived, also in the log's event that wrote it, if still there."""
+        archived = replaced.archived()
+        at = bisect.bisect_left(self._log_rvs, replaced.rv)
+        if at < len(self._log_rvs) and self._log_rvs[at] == replaced.rv:
+            logged = self._log[at]
+            if logged.item.decoded is not None:
+                self._log[at] = Event(logged.type, archived, logged.prev)
+        return archived
 
     def _trim_log(self, upto: int) -> None:
         cut = bisect.bisect_right(self._log_rvs, upto)
@@ -638,6 +679,7 @@ async def opened(
     window_age: float = DEFAULT_WINDOW_AGE,
     max_object: int = MAX_OBJECT,
     clock: Callable[[], float] = time.monotonic,
+    encoded: Collection[str] = (),
 ) -> AsyncIterator[Store]:
     """Open (or create) the store at ``path`` (None: in memory) with its writer running.
 
@@ -650,6 +692,7 @@ async def opened(
         window_age=window_age,
         max_object=max_object,
         clock=clock,
+        encoded=encoded,
     )
     try:
         await store._load()

@@ -137,3 +137,84 @@ def test_the_database_keeps_the_newest_window_events_whatever_memory_holds(
     with sqlite3.connect(path) as conn:
         rows = conn.execute("SELECT count(*) FROM events").fetchone()[0]
     assert 50 <= rows <= 50 + 100  # the window, plus the slack compaction is batched by
+
+
+def test_the_log_keeps_replaced_versions_encoded_only_and_still_serves_them() -> None:
+    async def body(db: store.Store) -> None:
+        start = db.resource_version
+        first = await db.create(key("a"), obj("a"))
+        second = await db.update(key("a"), {"metadata": {"name": "a"}, "data": {"v": "2"}}, None)
+        await db.create(key("b"), obj("b"))
+        await db.delete(key("b"), None)
+        logged = db.events_since(start)
+        assert [(e.type, e.item.rv) for e in logged] == [
+            ("ADDED", first.rv),
+            ("MODIFIED", second.rv),
+            ("ADDED", second.rv + 1),
+            ("DELETED", second.rv + 2),
+        ]
+        # what is current stays decoded, and is the very object the index serves
+        assert logged[1].item is db.get(key("a"))
+        # what was replaced or deleted is kept as its encoding alone ...
+        replaced, deleted = logged[1].prev, logged[3].prev
+        assert replaced is not None
+        assert deleted is not None
+        assert [i.decoded for i in (logged[0].item, replaced, logged[2].item)] == [None] * 3
+        assert [i.decoded for i in (logged[3].item, deleted)] == [None] * 2
+        # ... and reads back as it was written
+        assert logged[0].item.obj["data"] == {"v": ""}
+        assert replaced.obj == logged[0].item.obj
+        assert logged[3].item.obj["metadata"]["resourceVersion"] == str(second.rv + 2)
+        assert [i.obj["data"] for i in db.snapshot("configmaps", "ns", first.rv)] == [{"v": ""}]
+
+    run(body)
+
+
+def test_versions_written_in_one_commit_are_archived_as_the_next_replaces_them() -> None:
+    async def body(db: store.Store) -> None:
+        start = db.resource_version
+        await db.create(key("a"), obj("a"))
+        # one batch: both writes wait for the same commit
+        await asyncio.gather(
+            db.update(key("a"), {"metadata": {"name": "a"}, "data": {"v": "1"}}, None),
+            db.update(key("a"), {"metadata": {"name": "a"}, "data": {"v": "2"}}, None),
+        )
+        logged = db.events_since(start)
+        assert [e.item.obj["data"]["v"] for e in logged] == ["", "1", "2"]
+        assert [e.item.decoded is None for e in logged] == [True, True, False]
+        assert [e.prev.obj["data"]["v"] for e in logged[1:] if e.prev] == ["", "1"]
+
+    run(body)
+
+
+def test_a_resource_kept_encoded_is_decoded_on_each_read_and_whole_for_watchers(
+    tmp_path: Path,
+) -> None:
+    path = str(tmp_path / "state.db")
+    events = store.Key("events", "ns", "e")
+    seen: list[store.Event] = []
+
+    async def body(db: store.Store) -> None:
+        db.subscribe(seen.extend)
+        await db.create(events, obj("e"))
+        await db.create(key("c"), obj("c"))
+        await db.update(events, {"metadata": {"name": "e"}, "data": {"count": "2"}}, None)
+        current = db.get(events)
+        assert current is not None
+        assert current.decoded is None
+        assert current.obj["data"] == {"count": "2"}
+        assert current.obj is not current.obj  # a fresh copy each time: nothing shared
+        other = db.get(key("c"))
+        assert other is not None
+        assert other.decoded is not None  # other resources stay decoded
+        # the listeners (the watch hub) get every version decoded, as written
+        assert [e.item.decoded is not None for e in seen] == [True, True, True]
+
+    async def reopened(db: store.Store) -> None:
+        current = db.get(events)
+        assert current is not None
+        assert current.decoded is None
+        assert current.obj["data"] == {"count": "2"}
+
+    run(body, path, encoded=["events"])
+    run(reopened, path, encoded=["events"])
