@@ -340,12 +340,14 @@ class Client:
         field_selector: str | None = None,
         propagation_policy: PropagationPolicy | None = None,
         timeout: Timeout = CLIENT_DEFAULT,
-    ) -> dict[str, Any]:
-        """DELETE every matching object of a collection (verb ``deletecollection``)."""
+    ) -> None:
+        """DELETE every matching object of a collection (verb ``deletecollection``). The
+        answer, the list of what was deleted (thousands of Events for a namespace), is read
+        but not decoded: as client-go's DeleteCollection, this returns nothing."""
         query = {"labelSelector": label_selector, "fieldSelector": field_selector}
         body = _delete_options(propagation_policy, None, None, False)
         path = resource.path(namespace)
-        return await self.request("DELETE", path, query=query, body=body, timeout=timeout)
+        await self.request("DELETE", path, query=query, body=body, timeout=timeout, decoded=False)
 
     def watch(self, resource: Resource, **options: Any) -> watch_.Watch:
         """A long-running watch of ``resource``: see :class:`kubetrain.kube.watch.Watch`."""
@@ -397,9 +399,10 @@ class Client:
         body: Any = None,
         content_type: str = JSON,
         timeout: Timeout = CLIENT_DEFAULT,
+        decoded: bool = True,
     ) -> Any:
         """One API call to ``path`` (e.g. ``/version``, ``/api/v1/namespaces/x/finalize``);
-        returns the decoded JSON body (None when empty)."""
+        returns the decoded JSON body (None when empty, or when not ``decoded``)."""
         limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
         try:
             async with _aio.timeout(limit):
@@ -416,7 +419,7 @@ class Client:
         log.debug("%s %s: %s", method, path, response.status)
         if response.status >= 400:
             raise errors.from_response(response.status, raw, response.reason or "")
-        if not raw:
+        if not raw or not decoded:
             return None
         try:
             return decode(raw)

@@ -385,3 +385,27 @@ def test_list_across_namespaces(core: client.CoreV1Api, namespace: str) -> None:
     assert [(i.metadata.namespace, i.metadata.name) for i in listed.items] == [
         (namespace, "everywhere")
     ]
+
+
+def test_deletecollection_deletes_what_matches_and_answers_the_list_of_it(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    core.create_namespaced_config_map(namespace, configmap("a", labels={"x": "1"}))
+    core.create_namespaced_config_map(namespace, configmap("b", labels={"x": "1"}))
+    core.create_namespaced_config_map(namespace, configmap("c", labels={"x": "2"}))
+    # held by a finalizer: marked deleted, not gone, and listed as it now is
+    core.create_namespaced_config_map(
+        namespace, configmap("d", labels={"x": "1"}, finalizers=["example.com/hold"])
+    )
+    response = core.delete_collection_namespaced_config_map(
+        namespace, label_selector="x=1", _preload_content=False
+    )
+    answer = json.loads(response.data)
+    assert answer["kind"] == "ConfigMapList"
+    assert [i["metadata"]["name"] for i in answer["items"]] == ["a", "b", "d"]
+    assert all(i["data"] == {"k": "v"} for i in answer["items"])
+    left = core.list_namespaced_config_map(namespace).items
+    assert user_names(left) == ["c", "d"]
+    held = core.read_namespaced_config_map("d", namespace)
+    assert held.metadata.deletion_timestamp is not None
+    core.patch_namespaced_config_map("d", namespace, {"metadata": {"finalizers": None}})

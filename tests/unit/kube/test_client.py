@@ -159,6 +159,30 @@ def test_delete_sends_delete_options_with_policy_and_preconditions() -> None:
     }
 
 
+def test_delete_collection_sends_selectors_and_policy_and_leaves_the_answer_undecoded() -> None:
+    fake = FakeApi()
+    # an answer that is not JSON: decoding it would fail the call
+    fake.on("DELETE", "/api/v1/namespaces/ns/configmaps", answer_raw(b"not json"))
+
+    async def scenario() -> Any:
+        async with serving(fake) as client:
+            return await client.delete_collection(
+                CONFIGMAPS, namespace="ns", label_selector="x=1", propagation_policy="Background"
+            )
+
+    assert run(scenario()) is None
+    request = fake.requests[0]
+    assert request.query == {"labelSelector": "x=1"}
+    assert request.body["propagationPolicy"] == "Background"
+
+
+def answer_raw(body: bytes) -> Any:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=body, content_type="application/json")
+
+    return handler
+
+
 def test_query_values_are_percent_encoded_as_the_kubernetes_library_encodes_them() -> None:
     fake = FakeApi()
     fake.on("GET", "/api/v1/namespaces/ns/configmaps", answer(configmap_list(1)))
