@@ -40,6 +40,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT: Final = 30.0  # seconds for one call, connect to last byte
 DISCOVERY_TTL: Final = 60.0  # seconds a discovery snapshot is reused
+# Group-versions asked for at a time in a discovery. All at once, a dozen of them opened a
+# dozen connections (a TLS handshake at both ends for each), which the pool closed again
+# once idle: a component that rediscovers every 30 s, as the garbage collector does, opened
+# and closed a dozen sockets each time.
+DISCOVERY_CONCURRENCY: Final = 2
 DEFAULT_FIELD_MANAGER: Final = "kubetrain"
 PAGE_SIZE: Final = 500
 JSON: Final = "application/json"
@@ -371,9 +376,13 @@ class Client:
             )
             versions = discovery.group_versions(core, groups)
             paths = [f"/api/{v}" if "/" not in v else f"/apis/{v}" for v in versions.api_versions]
-            answers = await asyncio.gather(
-                *(self.request("GET", p) for p in paths), return_exceptions=True
-            )
+            limit = asyncio.Semaphore(DISCOVERY_CONCURRENCY)
+
+            async def one(path: str) -> Any:
+                async with limit:
+                    return await self.request("GET", path)
+
+            answers = await asyncio.gather(*(one(p) for p in paths), return_exceptions=True)
             lists: list[dict[str, Any]] = []
             failed: list[str] = []
             for api_version, answer in zip(versions.api_versions, answers, strict=True):

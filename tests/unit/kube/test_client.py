@@ -470,6 +470,35 @@ def test_discovery_is_cached_until_refreshed() -> None:
     run(scenario())
 
 
+def test_discovery_asks_for_a_few_group_versions_at_a_time() -> None:
+    fake = discovery_api()
+    at_once = [0, 0]  # now, most
+
+    def slowed(handlers: list[Any]) -> Any:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            at_once[0] += 1
+            at_once[1] = max(at_once[1], at_once[0])
+            try:
+                await asyncio.sleep(0.02)
+                return await handlers[0](request)
+            finally:
+                at_once[0] -= 1
+
+        return handler
+
+    for route, handlers in list(fake.routes.items()):
+        if route[1] not in ("/api", "/apis"):
+            fake.on(*route, slowed(handlers))  # type: ignore[arg-type]
+
+    async def scenario() -> kube.Discovery:
+        async with serving(fake) as client:
+            return await client.discover()
+
+    found = run(scenario())
+    assert at_once[1] == kube.client.DISCOVERY_CONCURRENCY  # 4 group-versions to ask for
+    assert found.find_kind("kubeflow.org/v1beta1", "PyTorchJob") is not None
+
+
 @pytest.mark.parametrize(
     ("environ", "proxy"),
     [
