@@ -71,6 +71,8 @@ def workloads(
     environment = tuple((k, environ[k]) for k in INHERITED if k in environ)
     working_dir = os.getcwd()  # containers without workingDir run where `kubetrain up` ran
 
+    registered = asyncio.Event()  # `kubectl logs` right after `kubetrain up` finds the node
+
     async def run_node(client: kube.Client) -> None:
         cluster = await kube.from_kubeconfig(kubeconfig)
         config = node_settings.Settings(
@@ -86,7 +88,7 @@ def workloads(
                 config, backoff_initial=node_backoff, backoff_max=node_backoff * BACKOFF_SPAN
             )
         try:
-            await agent.run(client, config)
+            await agent.run(client, config, registered)
         finally:
             await stop_pods(config)
 
@@ -107,7 +109,12 @@ def workloads(
             "scheduler", kubeconfig, scheduler.run, user_agent="default-scheduler"
         ),
         daemon.client_component(
-            "node", kubeconfig, run_node, user_agent="kubetrain-node", field_manager="kubelet"
+            "node",
+            kubeconfig,
+            run_node,
+            user_agent="kubetrain-node",
+            field_manager="kubelet",
+            ready=registered.wait,
         ),
         daemon.client_component(
             "operator",

@@ -168,6 +168,44 @@ def test_kill_9_loses_no_acknowledged_write_and_watches_resume(home: Path) -> No
     assert added[: len(acknowledged)] == [name for name, _ in acknowledged]
 
 
+def test_logs_of_a_pod_from_before_a_restart_are_served_as_soon_as_up_returns(
+    home: Path,
+) -> None:
+    """The Node keeps the port of the agent that ran before ``down``; ``up`` reports ready only
+    once the new agent has written its own, or ``kubectl logs`` right after it is refused."""
+    assert cli(home, "up").returncode == 0
+    core = core_api(home)
+    core.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "said"},
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "python:3.11",
+                        "command": [sys.executable, "-c", "print('said before the restart')"],
+                    }
+                ],
+            },
+        },
+    )
+    deadline = time.monotonic() + 60
+    while core.read_namespaced_pod("said", "default").status.phase != "Succeeded":
+        assert time.monotonic() < deadline, "the pod did not run to completion"
+        time.sleep(0.1)
+    assert cli(home, "down").returncode == 0
+
+    assert cli(home, "up").returncode == 0
+    env = {**os.environ, "KUBECONFIG": str(home / "kubeconfig")}
+    logs = subprocess.run(
+        ["kubectl", "logs", "said"], capture_output=True, text=True, timeout=30, env=env
+    )
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout == "said before the restart\n"
+
+
 def test_a_second_daemon_on_the_same_home_refuses_to_start(home: Path) -> None:
     assert cli(home, "up").returncode == 0
     foreground = cli(home, "apiserver", "--port", "0", timeout=30)

@@ -592,8 +592,11 @@ class Agent:
 
     # -- life -----------------------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Register, serve, and run pods until cancelled. Pods keep running afterwards."""
+    async def run(self, registered: asyncio.Event | None = None) -> None:
+        """Register, serve, and run pods until cancelled. Pods keep running afterwards.
+
+        ``registered`` is set once the Node carries this agent's serving port: until then the
+        API server would send ``kubectl logs`` and ``exec`` to the port of an earlier run."""
         config = self.settings
         self.machine = await Machine.probe(config)
         self.devices = Devices(self.machine.gpus)
@@ -625,6 +628,8 @@ class Agent:
         self.port = await endpoint.start(config.address, config.port, context)
         try:
             await self._register_until_done(capacity)
+            if registered is not None:
+                registered.set()
             log.info(
                 "node %s ready: %s cpu, %s memory, %s GPUs; serving on %s:%s (isolation %s)",
                 self.name,
@@ -987,6 +992,10 @@ def runtime_settings(
     return runtime.Settings(root=config.root, **options)
 
 
-async def run(client: kube.Client, settings: node_settings.Settings) -> None:
+async def run(
+    client: kube.Client,
+    settings: node_settings.Settings,
+    registered: asyncio.Event | None = None,
+) -> None:
     """Run a node agent until cancelled; its pods keep running after it stops."""
-    await Agent(client, settings).run()
+    await Agent(client, settings).run(registered)
