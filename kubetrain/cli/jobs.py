@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubetrain import kube
@@ -124,6 +124,22 @@ async def pods(client: kube.Client, job: Mapping[str, Any]) -> list[dict[str, An
         label_selector=kind.pod_selector(name_of(job)),
     )
     return list(listed.get("items") or [])
+
+
+async def trainjob_pods(
+    client: kube.Client, namespaces: Iterable[str]
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The TrainJob pods of each namespace, by (namespace, job name): one list per namespace
+    for every job in it, where :func:`pods` would take one per job."""
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for namespace in sorted(set(namespaces)):
+        listed = await client.list_all(
+            resource.PODS, namespace=namespace, label_selector=jobkinds.JOBSET_NAME_LABEL
+        )
+        for pod in listed.get("items") or []:
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            found.setdefault((namespace, labels[jobkinds.JOBSET_NAME_LABEL]), []).append(pod)
+    return found
 
 
 RuntimeNodes = dict[tuple[str, str, str], int | None]

@@ -121,14 +121,16 @@ async def node_counts(
 ) -> dict[tuple[str, str], tuple[int, int | None]]:
     """(running, desired) nodes of each TrainJob in ``found``, by (namespace, name): from its
     pods and its runtime (see :func:`replicas.node_counts`)."""
+    trainjobs = [job for job in found if jobkinds.of(job) is jobkinds.TRAINJOB]
+    if not trainjobs:
+        return {}
+    pods = await jobs.trainjob_pods(client, (jobs.namespace_of(job) for job in trainjobs))
     counts = {}
     known: jobs.RuntimeNodes = {}  # jobs of one runtime read it once
-    for job in found:
-        if jobkinds.of(job) is jobkinds.TRAINJOB:
-            pods = await jobs.pods(client, job)
-            nodes = await jobs.runtime_nodes(client, job, known)
-            key = (jobs.namespace_of(job), jobs.name_of(job))
-            counts[key] = replicas.node_counts(job, pods, nodes)
+    for job in trainjobs:
+        nodes = await jobs.runtime_nodes(client, job, known)
+        key = (jobs.namespace_of(job), jobs.name_of(job))
+        counts[key] = replicas.node_counts(job, pods.get(key, []), nodes)
     return counts
 
 

@@ -18,7 +18,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.integration.cli.conftest import Cli, Operator, cli_env, pytorchjob
+from tests.integration.cli.conftest import NO_SCHEDULER, Cli, Operator, cli_env, pytorchjob
 
 JobFile = Callable[[dict[str, Any]], str]
 
@@ -286,7 +286,24 @@ spec:
 """
 
 
-def test_trainjobs_are_jobs_too(kt: Cli, custom: client.CustomObjectsApi, namespace: str) -> None:
+def trainjob_pod(core: client.CoreV1Api, namespace: str, job: str, index: int, phase: str) -> None:
+    """The pod of node ``index`` of a TrainJob, with the labels its JobSet's Job puts on it."""
+    name = f"{job}-node-{index}-0"
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": job,
+        "jobset.sigs.k8s.io/replicatedjob-name": "node",
+        "jobset.sigs.k8s.io/job-index": str(index),
+        "batch.kubernetes.io/job-completion-index": "0",
+    }
+    spec = {"schedulerName": NO_SCHEDULER, "containers": [{"name": "node", "image": "x:1"}]}
+    core.create_namespaced_pod(namespace, {"metadata": {"name": name, "labels": labels},
+                                           "spec": spec})  # fmt: skip
+    core.patch_namespaced_pod_status(name, namespace, {"status": {"phase": phase}})
+
+
+def test_trainjobs_are_jobs_too(
+    kt: Cli, core: client.CoreV1Api, custom: client.CustomObjectsApi, namespace: str
+) -> None:
     refused = kt("submit", "trainjob", "--name", "tj", "--runtime", "missing", "--", "python")
     assert refused.returncode == 1
     assert "must be created before the TrainJob is created" in refused.stderr
@@ -313,8 +330,14 @@ def test_trainjobs_are_jobs_too(kt: Cli, custom: client.CustomObjectsApi, namesp
     rows = [line.split() for line in ok(kt("list")).splitlines()]
     assert ["TrainJob", "tj-runtime-nodes", "0/1"] in [[r[0], r[1], r[-1]] for r in rows[1:]]
     assert "Replicas:  0/1 running" in ok(kt("get", "trainjob/tj-runtime-nodes"))
-    ok(kt("delete", "trainjob/tj-runtime-nodes"))
     assert ok(kt("top", "job", "tj")).splitlines()[1].split()[3:5] == ["0/2", "4"]
+    # each job counts its own running pods, from one pods list for the namespace
+    for job, index, phase in [("tj", 0, "Running"), ("tj", 1, "Pending"),
+                              ("tj-runtime-nodes", 0, "Running")]:  # fmt: skip
+        trainjob_pod(core, namespace, job, index, phase)
+    rows = [line.split() for line in ok(kt("list")).splitlines()]
+    assert [[r[1], r[-1]] for r in rows[1:]] == [["tj", "1/2"], ["tj-runtime-nodes", "1/1"]]
+    ok(kt("delete", "trainjob/tj-runtime-nodes"))
     assert ok(kt("suspend", "trainjobs/tj")) == "trainjob.trainer.kubeflow.org/tj suspended\n"
     stored = custom.get_namespaced_custom_object(
         "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "tj"
