@@ -20,7 +20,6 @@ itself: they outlive it.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import os
@@ -34,7 +33,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from kubetrain import __version__, _aio, kube
-from kubetrain.kube import resource
+from kubetrain.kube import recent, resource
 from kubetrain.kube import watch as watch_
 from kubetrain.local import tasks
 from kubetrain.local.node import hosts, podspec, runtime, server, tools, worker
@@ -57,7 +56,6 @@ LEASES: Final = kube.Resource("coordination.k8s.io", "v1", "leases", kind="Lease
 LEASE_NAMESPACE: Final = "kube-node-lease"
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EVENT_QUEUE: Final = 10_000
-EVENT_CACHE: Final = 4096
 MAX_MESSAGE: Final = 1024
 # The kubelet's token manager asks for a new token once 80% of the old one's life is over.
 TOKEN_REFRESH: Final = 0.8
@@ -239,9 +237,7 @@ class Recorder:
         self.queue: asyncio.Queue[tuple[dict[str, Any], str, str, str, str]] = asyncio.Queue(
             EVENT_QUEUE
         )
-        self._seen: collections.OrderedDict[tuple[str, ...], tuple[str, int]] = (
-            collections.OrderedDict()
-        )
+        self._recent = recent.RecentEvents()
 
     def record(
         self, pod: Mapping[str, Any], type_: str, reason: str, message: str, field_path: str = ""
@@ -267,17 +263,17 @@ class Recorder:
         message = message[:MAX_MESSAGE]
         key = (str(meta.get("uid") or ""), field_path, type_, reason, message)
         stamp = now().strftime("%Y-%m-%dT%H:%M:%SZ")
-        seen = self._seen.get(key)
-        if seen is not None:
-            name, count = seen
+        written = self._recent.get(key)
+        if written is not None:
             with contextlib.suppress(kube.NotFound):
                 await self.client.patch(
                     EVENTS,
-                    name,
-                    {"count": count + 1, "lastTimestamp": stamp},
+                    written.name,
+                    {"count": written.count + 1, "lastTimestamp": stamp},
                     namespace=namespace,
                 )
-                self._remember(key, (name, count + 1))
+                written.count += 1
+                self._recent.remember(key, written)
                 return
         name = f"{meta.get('name')}.{time.time_ns():x}"
         involved: dict[str, Any] = {
@@ -305,13 +301,7 @@ class Recorder:
             "reportingInstance": self.node,
         }
         await self.client.create(EVENTS, body, namespace=namespace)
-        self._remember(key, (name, 1))
-
-    def _remember(self, key: tuple[str, ...], value: tuple[str, int]) -> None:
-        self._seen[key] = value
-        self._seen.move_to_end(key)
-        while len(self._seen) > EVENT_CACHE:
-            self._seen.popitem(last=False)
+        self._recent.remember(key, recent.Written(name, namespace, 1, time.monotonic()))
 
 
 # -- ServiceAccount tokens ---------------------------------------------------------------------

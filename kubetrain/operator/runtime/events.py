@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from kubetrain import _aio, kube
+from kubetrain.kube import recent
 from kubetrain.operator.runtime import metrics as metrics_
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,6 @@ log = logging.getLogger(__name__)
 EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 MAX_MESSAGE: Final = 1024  # characters
 WINDOW: Final = 600.0  # seconds within which the same event is counted, not repeated
-CACHE_SIZE: Final = 4096  # recent events remembered (client-go's maxLruCacheEntries)
 # Events waiting to be written. client-go keeps 1000 (and as many again in its sink's
 # channel); a burst of 500 PyTorchJobs records 4500 events faster than one writer can write
 # them next to the pods being created, so the queue holds ten times that (under 1 KB each).
@@ -107,14 +107,6 @@ class Retry:
         pause = min(self.cap, self.initial * 2 ** (failures - 1))
         asked = error.retry_after
         return min(self.cap, max(pause, asked)) if asked is not None else pause
-
-
-@dataclass
-class _Recent:
-    name: str
-    namespace: str
-    count: int
-    seen_at: float
 
 
 @dataclass(frozen=True)
@@ -238,7 +230,7 @@ class Broadcaster:
         self._idle.set()
         self._running = False
         self._direct = asyncio.Lock()
-        self._recent: collections.OrderedDict[_Identity, _Recent] = collections.OrderedDict()
+        self._recent = recent.RecentEvents()
         self._sequence = itertools.count()
         self._full_drops = 0
         self._warned_at = -math.inf
@@ -399,17 +391,19 @@ class Broadcaster:
                 return
 
     async def _record(self, item: _Pending, *, retried: bool) -> None:
-        recent = self._recent.get(item.identity)
-        if recent is not None and item.at - recent.seen_at <= WINDOW:
-            patch = {"count": recent.count + 1, "lastTimestamp": item.now, "message": item.message}
+        written = self._recent.get(item.identity)
+        if written is not None and item.at - written.seen_at <= WINDOW:
+            patch = {"count": written.count + 1, "lastTimestamp": item.now, "message": item.message}
             try:
-                await self.client.patch(EVENTS, recent.name, patch, namespace=recent.namespace)
+                await self.client.patch(EVENTS, written.name, patch, namespace=written.namespace)
             except kube.NotFound:
-                log.debug("event %s/%s is gone; creating a new one", recent.namespace, recent.name)
+                log.debug(
+                    "event %s/%s is gone; creating a new one", written.namespace, written.name
+                )
             else:
-                recent.count += 1
-                recent.seen_at = item.at
-                self._recent.move_to_end(item.identity)
+                written.count += 1
+                written.seen_at = item.at
+                self._recent.remember(item.identity, written)
                 return
         body = build(
             item.ref,
@@ -428,10 +422,7 @@ class Broadcaster:
             if not retried:  # another event took the name: not this one's to count on
                 raise
             # a try that got no answer had created it
-        self._recent[item.identity] = _Recent(item.name, namespace, 1, item.at)
-        self._recent.move_to_end(item.identity)
-        while len(self._recent) > CACHE_SIZE:
-            self._recent.popitem(last=False)
+        self._recent.remember(item.identity, recent.Written(item.name, namespace, 1, item.at))
 
 
 class Recorder:

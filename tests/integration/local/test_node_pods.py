@@ -128,6 +128,12 @@ def test_on_failure_restarts_with_growing_back_off(
     assert back_offs
     assert back_offs[0].message.startswith("Back-off restarting failed container main in pod")
 
+    def started_five_times() -> bool:  # one Event, counted, as the kubelet writes it
+        started = [e for e in events_of(core, namespace, "flaky") if e.reason == "Started"]
+        return [e.count for e in started] == [5]
+
+    wait_for(started_five_times, timeout=10)
+
 
 def test_a_pod_over_its_memory_limit_is_oom_killed(
     core: client.CoreV1Api, api_client: client.ApiClient, node: Node, namespace: str
