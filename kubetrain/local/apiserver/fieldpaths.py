@@ -176,7 +176,11 @@ def _emit_fields_v1(node: PathTrie) -> dict[str, Any]:
     return out
 
 
-@functools.lru_cache(maxsize=8192)
+# Field names and the common keys (a container's name, an env var's) recur in every object and
+# stay in the cache; keys by uid (ownerReferences) are unique to one object and pass through.
+# Sorting 100 elements is as fast with 1,024 entries as with 8,192, and a full cache of 8,192
+# held about 4 MiB for as long as the API server ran.
+@functools.lru_cache(maxsize=1024)
 def element_order(element: str) -> tuple[Any, ...]:
     """Sort key giving structured-merge-diff's order of path elements.
 
