@@ -158,12 +158,24 @@ class WatchOptions:
 
 @dataclass
 class Result:
-    """A response object: ``obj`` always, ``raw`` when it is exactly the stored encoding
-    (or, for a deletecollection, the list whose head alone is ``obj``)."""
+    """A response object: ``decoded``, ``raw`` (exactly the stored encoding, or a list spliced
+    from the items' encodings), or both (a deletecollection's head alone is ``decoded``).
+
+    ``obj`` decodes ``raw`` when only that is given, on first use: a list of objects the
+    store keeps encoded (Events) is answered from their encodings without decoding them all,
+    unless the caller reads it (a Table)."""
 
     code: int
-    obj: dict[str, Any]
+    decoded: dict[str, Any] | None = None
     raw: bytes | None = None
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        if self.decoded is None:
+            if self.raw is None:
+                raise ValueError("a result holds an object or its encoding")
+            self.decoded = json.loads(self.raw)
+        return self.decoded
 
     def body(self) -> bytes:
         return self.raw if self.raw is not None else store.encode(self.obj)
@@ -220,6 +232,10 @@ class Registry:
 
     def present(self, r: resources.Resource, item: store.Item) -> Result:
         """The stored object as the served version ``r`` shows it."""
+        if item.decoded is None and not r.custom:  # kept encoded: served as stored?
+            stored = self.storage_row(r)
+            if (stored.api_version, stored.kind) == (r.api_version, r.kind):
+                return Result(200, None, item.raw)
         obj = item.obj
         if obj.get("apiVersion") == r.api_version and obj.get("kind") == r.kind:
             return Result(200, obj, item.raw)
@@ -346,13 +362,8 @@ class Registry:
         self, r: resources.Resource, items: list[store.Item], meta: dict[str, Any]
     ) -> Result:
         head = {"kind": r.list_kind, "apiVersion": r.api_version, "metadata": meta}
-        parts = []
-        objs = []
-        for item in items:
-            shown = self.present(r, item)
-            objs.append(shown.obj)
-            parts.append(shown.body())
-        return Result(200, {**head, "items": objs}, _list_body(head, parts))
+        parts = [self.present(r, item).body() for item in items]
+        return Result(200, None, _list_body(head, parts))
 
     def watch(
         self, r: resources.Resource, namespace: str | None, opts: WatchOptions
