@@ -411,14 +411,20 @@ class Client:
         decoded: bool = True,
     ) -> Any:
         """One API call to ``path`` (e.g. ``/version``, ``/api/v1/namespaces/x/finalize``);
-        returns the decoded JSON body (None when empty, or when not ``decoded``)."""
+        returns the decoded JSON body (None when empty, or when not ``decoded``: then the
+        body is read and dropped as it arrives, and only an error's is kept)."""
         limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
         try:
             async with _aio.timeout(limit):
                 # this limit covers the whole call, so aiohttp needs no timers of its own
                 response = await self._send(method, path, query, body, content_type, None)
                 try:
-                    raw = await response.read()
+                    if decoded or response.status >= 400:
+                        raw = await response.read()
+                    else:  # read as it comes and let go: a deletecollection's is megabytes
+                        raw = b""
+                        while await response.content.readany():
+                            pass
                 finally:
                     response.release()
         except _aio.TIMEOUT_ERRORS as exc:

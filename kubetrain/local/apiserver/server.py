@@ -24,13 +24,13 @@ import logging
 import re
 import ssl
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 import yaml
-from aiohttp import web
+from aiohttp import payload, web
 
 from kubetrain.local.apiserver import (
     discovery,
@@ -434,8 +434,10 @@ class ApiServer:
         listing: bool = False,
     ) -> web.Response:
         accept = request.headers.get("Accept", "")
-        is_object = result.obj.get("kind") not in ("Status", "Scale", "TokenRequest") or listing
-        if _wants_table(accept) and is_object:
+        # ``result.obj`` decodes a result kept encoded: only a Table needs it
+        if _wants_table(accept) and (
+            listing or result.obj.get("kind") not in ("Status", "Scale", "TokenRequest")
+        ):
             objects = result.obj.get("items", []) if listing else [result.obj]
             list_meta = result.obj.get("metadata") if listing else None
             body = self._table(
@@ -444,7 +446,10 @@ class ApiServer:
             response = _json(body, status=result.code)
         else:
             _check_acceptable(accept)
-            response = _raw(result.body(), status=result.code)
+            if isinstance(result.raw, registry.ListBody):
+                response = _streamed(result.raw, status=result.code)
+            else:
+                response = _raw(result.body(), status=result.code)
         for warning in opts.warnings:
             response.headers.add("Warning", _warning(warning))
         return response
@@ -646,6 +651,19 @@ def _json(doc: Any, *, status: int = 200, content_type: str = JSON) -> web.Respo
 
 def _raw(body: bytes, *, status: int = 200) -> web.Response:
     response = web.Response(status=status, body=body)
+    response.headers["Content-Type"] = JSON
+    return response
+
+
+def _streamed(body: registry.ListBody, *, status: int = 200) -> web.Response:
+    """A list sent in chunks as it is written out (chunked transfer encoding), each chunk
+    written once the connection has taken the one before: see :class:`registry.ListBody`."""
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for chunk in body.chunks():
+            yield chunk
+
+    response = web.Response(status=status, body=payload.AsyncIterablePayload(chunks()))
     response.headers["Content-Type"] = JSON
     return response
 
