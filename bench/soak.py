@@ -135,6 +135,7 @@ class Sample:
     fds: int
     threads: int
     cpu: float  # seconds, user + system
+    descriptors: dict[str, int] = field(default_factory=dict)  # what the fds are: see kinds()
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,8 @@ def control_plane(parent: str | None) -> Iterator[tuple[str, subprocess.Popen[by
 
 
 def sample(pid: int, origin: float) -> Sample:
-    """The daemon's RSS (and its anonymous and file-backed parts), open descriptors, threads
-    and CPU time, from /proc."""
+    """The daemon's RSS (and its anonymous and file-backed parts), open descriptors (and what
+    they are), threads and CPU time, from /proc."""
     status = {}
     with open(f"/proc/{pid}/status", encoding="ascii") as f:
         for line in f:
@@ -201,11 +202,53 @@ def sample(pid: int, origin: float) -> Sample:
             status[key] = value.split()
     rss, anon, file = (int(status[k][0]) * 1024 for k in ("VmRSS", "RssAnon", "RssFile"))
     threads = int(status["Threads"][0])
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    descriptors = kinds(pid)
+    fds = sum(descriptors.values())
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return Sample(time.monotonic() - origin, rss, anon, file, fds, threads, cpu)
+    return Sample(time.monotonic() - origin, rss, anon, file, fds, threads, cpu, descriptors)
+
+
+def kinds(pid: int) -> dict[str, int]:
+    """The process's open descriptors by kind, so that descriptors left over after the load
+    can be told apart: a TCP socket by its role (``listening :P``, ``accepted on :P``,
+    ``connected to :P``, where P is a port this process listens on or its peer's), other
+    sockets, pipes and anonymous inodes by their type, files by name."""
+    tcp: dict[str, tuple[str, int, int]] = {}  # inode -> (state, local port, remote port)
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{table}") as f:
+            for line in list(f)[1:]:
+                cells = line.split()
+                local, remote, state, inode = cells[1], cells[2], cells[3], cells[9]
+                tcp[inode] = (
+                    state,
+                    int(local.rsplit(":", 1)[1], 16),
+                    int(remote.rsplit(":", 1)[1], 16),
+                )
+    listening = {port for state, port, _ in tcp.values() if state == "0A"}
+    counts: dict[str, int] = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        if target.startswith("socket:["):
+            state, local, remote = tcp.get(target[8:-1], ("", 0, 0))
+            if not state:
+                kind = "socket (not TCP)"
+            elif state == "0A":
+                kind = f"listening :{local}"
+            elif local in listening:
+                kind = f"accepted on :{local}"
+            else:
+                kind = f"connected to :{remote}"
+        elif target.startswith(("pipe:", "anon_inode:")):
+            kind = target.split("[")[0].rstrip(":")
+        else:
+            kind = f"file {os.path.basename(target)}"
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
 
 
 async def samples(pid: int, origin: float, count: int) -> list[Sample]:
@@ -463,6 +506,17 @@ def resting(taken: Sequence[Sample], attribute: str) -> float:
     return float(statistics.median(values) if attribute == "rss" else min(values))
 
 
+def changed_kinds(before: Sequence[Sample], after: Sequence[Sample]) -> dict[str, int]:
+    """What the descriptors at the end's resting level are beyond (or short of) those at
+    the baseline's, by kind (see :func:`kinds`)."""
+    if not before or not after:
+        return {}
+    low = min(before, key=lambda s: s.fds).descriptors
+    high = min(after, key=lambda s: s.fds).descriptors
+    change = {k: high.get(k, 0) - low.get(k, 0) for k in sorted(low.keys() | high.keys())}
+    return {k: n for k, n in change.items() if n}
+
+
 def report(run: Run, sizes: Sizes, wall: float) -> dict[str, Any]:
     ends = [end for end, _ in run.finished.values()]
     succeeded_after = [
@@ -487,6 +541,7 @@ def report(run: Run, sizes: Sizes, wall: float) -> dict[str, Any]:
             "allowed": allowed,
             "back_to_baseline": end <= allowed,
         }
+    resources["fds"]["kinds_changed"] = changed_kinds(run.baseline, last.end)
     for attribute in ("anon", "file"):  # what the RSS is made of; no goal of their own
         resources[attribute] = {
             "baseline": resting(run.baseline, attribute),
@@ -581,6 +636,12 @@ def render(doc: dict[str, Any]) -> str:
         delta = (r["end"] - r["baseline"]) * scale
         verdict = {True: "PASS", False: "MISS", None: ""}[r.get("back_to_baseline")]
         lines.append(f"  {label:<10}{row} {delta:>+10.1f}  {verdict}")
+    changed = doc["daemon"]["fds"]["kinds_changed"]
+    if changed:
+        lines.append(
+            "  open fds at the end against the baseline, by kind: "
+            + ", ".join(f"{kind} {n:+d}" for kind, n in changed.items())
+        )
     window = doc["watch_window"]
     lines.append(
         f"  (back at the baseline: open fds and threads at most +{FD_SLACK}, RSS at most "
