@@ -30,7 +30,7 @@ import yarl
 from kubernetes.aio.client import ApiClient, Configuration
 
 from kubetrain import __version__, _aio
-from kubetrain.kube import config, discovery, errors
+from kubetrain.kube import config, discovery, errors, pool
 from kubetrain.kube.resource import Resource
 
 if TYPE_CHECKING:
@@ -105,6 +105,12 @@ class Client:
                 f"cannot use the TLS certificates for {self.host}: {_describe(exc)}"
             ) from exc
         self._api.user_agent = user_agent or f"kubetrain/{__version__}"
+        rest = self._api.rest_client  # its pool reuses the newest idle connection first
+
+        def connector() -> aiohttp.TCPConnector:
+            return pool.NewestFirstConnector(limit=rest.maxsize, ssl=rest.ssl_context)
+
+        rest._create_connector = connector
         # What plain JSON cannot hold (a model object, a datetime) is serialized as the
         # library serializes it.
         self._encoder = json.JSONEncoder(

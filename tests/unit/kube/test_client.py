@@ -183,6 +183,37 @@ def answer_raw(body: bytes) -> Any:
     return handler
 
 
+def test_after_a_burst_a_trickle_of_calls_reuses_one_connection() -> None:
+    """The pool hands out its newest idle connection first, so the connections a burst
+    opened and a trickle does not need sit idle, and close after the keep-alive timeout.
+    (aiohttp alone reuses the oldest first: each call would take the next connection in
+    turn, and a call every few seconds would keep them all open for good.)"""
+    fake = FakeApi()
+    ports: list[int] = []
+    burst = 4
+
+    async def scenario() -> None:
+        everyone_in = asyncio.Event()
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            ports.append(request.transport.get_extra_info("peername")[1])
+            if len(ports) <= burst:  # hold the burst's calls until all of them are in
+                if len(ports) == burst:
+                    everyone_in.set()
+                await everyone_in.wait()
+            return web.json_response({"major": "1"})
+
+        fake.on("GET", "/version", handler)
+        async with serving(fake) as client:
+            await asyncio.gather(*(client.request("GET", "/version") for _ in range(burst)))
+            for _ in range(6):
+                await client.request("GET", "/version")
+
+    run(scenario())
+    assert len(set(ports[:burst])) == burst  # the burst opened a connection each
+    assert len(set(ports[burst:])) == 1
+
+
 def test_query_values_are_percent_encoded_as_the_kubernetes_library_encodes_them() -> None:
     fake = FakeApi()
     fake.on("GET", "/api/v1/namespaces/ns/configmaps", answer(configmap_list(1)))
