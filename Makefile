@@ -4,7 +4,21 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint unit crds manifests clean
+.PHONY: run test lint unit crds manifests clean envtest
+
+# A real Kubernetes control plane for the tests that run against one (envtest's convention:
+# KUBEBUILDER_ASSETS names a directory with kube-apiserver, kube-controller-manager,
+# kube-scheduler and etcd). Given from outside, it is used as it is; otherwise the archive of
+# the shared folder beside this checkout is unpacked into .envtest/, with Debian's etcd
+# beside it. Without either, those tests skip and say what to set.
+K8S_ARCHIVE := ../shared/k8s/kubernetes-v1.28.7-linux-amd64.tar.xz
+ENVTEST_DIR := .envtest/k8s-v1.28.7
+ifeq ($(origin KUBEBUILDER_ASSETS),undefined)
+ifneq ($(wildcard $(K8S_ARCHIVE)),)
+export KUBEBUILDER_ASSETS := $(abspath $(ENVTEST_DIR))
+ENVTEST_STAMP := $(ENVTEST_DIR)/.unpacked
+endif
+endif
 
 # Open MPI for the MPIJob example (mpirun; mpicc too, should mpi4py build from source) comes
 # from Debian's packages, as root or through sudo; where there is no mpirun and no way to
@@ -32,8 +46,22 @@ run: $(STAMP)
 	-$(BIN)/kubetrain delete pytorchjob/pytorch-ddp --cascade foreground >/dev/null 2>&1
 	$(BIN)/kubetrain run -f examples/pytorch/pytorchjob.yaml
 
+## envtest: unpack the real control plane's binaries and install etcd (see above)
+envtest: $(ENVTEST_STAMP)
+
+$(ENVTEST_DIR)/.unpacked: $(K8S_ARCHIVE)
+	@command -v etcd >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	      etcd-server >/dev/null; } \
+	    || echo "note: could not install etcd-server; the tests on a real kube-apiserver skip"; }
+	mkdir -p $(ENVTEST_DIR)
+	tar -xJf $(K8S_ARCHIVE) -C $(ENVTEST_DIR)
+	if command -v etcd >/dev/null 2>&1; then ln -sf "$$(command -v etcd)" $(ENVTEST_DIR)/etcd; fi
+	touch $@
+
 ## test: install, lint, check layering, run the whole suite
-test: $(STAMP) lint
+test: $(STAMP) lint $(ENVTEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
@@ -50,4 +78,4 @@ manifests: crds
 	cp kubetrain/operator/trainjob/runtimes/*.yaml deploy/runtimes/
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .envtest .pytest_cache .ruff_cache .hypothesis

@@ -2,9 +2,15 @@
 namespace per test.
 
 The target is ``KUBETRAIN_TEST_KUBECONFIG`` when set (any Kubernetes API server, a real
-kube-apiserver included); otherwise a fresh local control plane, in memory, on a free port,
-in a temporary ``KUBETRAIN_HOME``, started once per session in a subprocess and stopped at the
-end. The developer's own ``KUBECONFIG`` is never used.
+kube-apiserver included). Otherwise every test of tests/apiserver runs twice, once per target
+(``[local]`` and ``[kube-apiserver]`` in its id): a fresh local control plane, in memory, on a
+free port, in a temporary ``KUBETRAIN_HOME``, started once per session in a subprocess; and
+the session's real control plane (:mod:`tests.realcluster`), which skips where its binaries
+are not installed. Tests elsewhere that use these fixtures get the local target alone. The
+developer's own ``KUBECONFIG`` is never used.
+
+Where the two servers differ, kube-apiserver is right, unless its answer is a defect (a 500 for
+a client error): a test that checks kubetrain's better answer asks for :func:`local_only`.
 """
 
 from __future__ import annotations
@@ -24,8 +30,15 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from kubetrain import envtest
+from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
+
 START_TIMEOUT = 60.0
 NAMESPACE_PREFIX = "kt-"
+LOCAL = "local"
+REAL = "kube-apiserver"
+GIVEN = "given"  # KUBETRAIN_TEST_KUBECONFIG: whatever server it names
+TARGET_ENV = "KUBETRAIN_TEST_KUBECONFIG"
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -52,12 +65,55 @@ def _ready(home: Path, pid: int) -> bool:
     return daemon.probe_ready(paths, status["url"], timeout=1.0)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test here that reaches a server runs on both targets, unless one is given."""
+    if "kubeconfig" in metafunc.fixturenames and not os.environ.get(TARGET_ENV):
+        metafunc.parametrize("kubeconfig", _targets(), indirect=True, scope="session")
+
+
+def _targets() -> list[str]:
+    """Both servers; the local one alone where no real one can start (the session's summary
+    says so once: tests/conftest.py)."""
+    try:
+        envtest.find_assets()
+    except envtest.AssetsMissing:
+        return [LOCAL]
+    return [LOCAL, REAL]
+
+
+def target_of(request: pytest.FixtureRequest) -> str:
+    """Which server the requesting test runs against: :data:`LOCAL`, :data:`REAL` or
+    :data:`GIVEN`."""
+    if os.environ.get(TARGET_ENV):
+        return GIVEN
+    callspec = getattr(request.node, "callspec", None)
+    return str(callspec.params.get("kubeconfig", LOCAL)) if callspec else LOCAL
+
+
+@pytest.fixture
+def target(request: pytest.FixtureRequest) -> str:
+    """The server this test runs against (see :func:`target_of`)."""
+    return target_of(request)
+
+
+def local_only(target: str, why: str) -> None:
+    """Skip unless the target is the local control plane the tests started, saying ``why``:
+    what kubetrain does better there, or what only it is set up for."""
+    if target != LOCAL:
+        pytest.skip(f"local control plane only: {why}")
+
+
 @pytest.fixture(scope="session")
-def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def kubeconfig(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     """Path of a kubeconfig for the API server under test."""
-    given = os.environ.get("KUBETRAIN_TEST_KUBECONFIG")
+    given = os.environ.get(TARGET_ENV)
     if given:
         yield given
+        return
+    if getattr(request, "param", LOCAL) == REAL:
+        yield request.getfixturevalue("real_control_plane").kubeconfig
         return
     home = tmp_path_factory.mktemp("kubetrain-home")
     log_path = home / "apiserver.log"

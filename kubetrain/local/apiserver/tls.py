@@ -182,21 +182,68 @@ def ensure(directory: str) -> Credentials:
     return Credentials(directory, token)
 
 
-def issue_certificate(
-    directory: str, common_name: str, names: Sequence[str], ips: Sequence[str]
-) -> tuple[bytes, bytes]:
-    """A serving certificate and its key (PEM), signed by the CA in ``directory``; nothing is
-    written. A node agent on this machine serves its endpoint with one, since the API server
-    trusts no other certificate for a node (see :mod:`nodeproxy`)."""
+def _load_ca(directory: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
     with open(os.path.join(directory, CA_KEY), "rb") as f:
         ca_key = serialization.load_pem_private_key(f.read(), password=None)
     with open(os.path.join(directory, CA_CERT), "rb") as f:
         ca_cert = x509.load_pem_x509_certificate(f.read())
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
         raise TypeError(f"the CA key in {directory} is not an EC key")
+    return ca_key, ca_cert
+
+
+def issue_certificate(
+    directory: str, common_name: str, names: Sequence[str], ips: Sequence[str]
+) -> tuple[bytes, bytes]:
+    """A serving certificate and its key (PEM), signed by the CA in ``directory``; nothing is
+    written. A node agent on this machine serves its endpoint with one, since the API server
+    trusts no other certificate for a node (see :mod:`nodeproxy`)."""
+    ca_key, ca_cert = _load_ca(directory)
     now = datetime.datetime.now(datetime.timezone.utc)
     key, cert = _make_serving(ca_key, ca_cert, now, common_name=common_name, names=names, ips=ips)
     return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def issue_client_certificate(
+    directory: str, common_name: str, organizations: Sequence[str] = ()
+) -> tuple[bytes, bytes]:
+    """A client certificate and its key (PEM), signed by the CA in ``directory``: the user is
+    ``common_name``, its groups ``organizations``, as kube-apiserver reads an x509 client. A
+    real kube-apiserver presents one to the kubelets (``--kubelet-client-certificate``)."""
+    ca_key, ca_cert = _load_ca(directory)
+    key = ec.generate_private_key(ec.SECP256R1())
+    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
+    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name(attributes))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + VALIDITY)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def signing_key() -> tuple[bytes, bytes]:
+    """A fresh EC key pair (PEM: private, public) for signing tokens, in the formats
+    kube-apiserver's ``--service-account-signing-key-file`` and ``--service-account-key-file``
+    read."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    private = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return private, public
 
 
 def kubeconfig(credentials: Credentials, server: str) -> dict:

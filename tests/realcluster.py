@@ -1,0 +1,44 @@
+"""The session's real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler from ``KUBEBUILDER_ASSETS``, through :mod:`kubetrain.envtest`), shared by every
+test that asks for it: the API behaviour tests' second target and the end-to-end scenarios on
+a real cluster. Started on first use, stopped at the end of the session; where the binaries
+are not there, the tests that need it skip, saying what to set.
+
+A conftest that wants it imports :func:`real_control_plane` by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from kubetrain import envtest
+
+# kube-controller-manager's node-lifecycle controller marks a silent node NotReady after this
+# long (its default is 40 s): short, so that a test sees the controller act on a node that
+# stops reporting, long enough for a node agent on 2 busy cores.
+NODE_MONITOR_GRACE = "20s"
+
+
+@pytest.fixture(scope="session")
+def real_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[envtest.ControlPlane]:
+    try:
+        assets = envtest.find_assets()
+    except envtest.AssetsMissing as exc:
+        pytest.skip(f"no real Kubernetes control plane: {exc}")
+    plane = envtest.ControlPlane(
+        assets,
+        tmp_path_factory.mktemp("kube-apiserver"),
+        controllers=True,
+        scheduler=True,
+        controller_flags=(f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",),
+    )
+    try:
+        plane.start()
+    except RuntimeError as exc:
+        pytest.fail(f"the real control plane did not start: {exc}")
+    try:
+        yield plane
+    finally:
+        plane.stop()
