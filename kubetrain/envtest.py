@@ -234,7 +234,8 @@ class ControlPlane:
             name: str(self.directory / name)
             for name in ("tokens", "sa.key", "sa.pub", "kubelet-client.crt", "kubelet-client.key")
         }
-        tls.write_private(paths["tokens"], f'{credentials.token},{ADMIN},{ADMIN},"system:masters"\n'.encode())
+        admin = f'{credentials.token},{ADMIN},{ADMIN},"system:masters"\n'
+        tls.write_private(paths["tokens"], admin.encode())
         if not os.path.exists(paths["sa.key"]):
             private, public = tls.signing_key()
             tls.write_private(paths["sa.key"], private)
