@@ -1,15 +1,19 @@
 """The session's real Kubernetes control plane (etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler from ``KUBEBUILDER_ASSETS``, through :mod:`kubetrain.envtest`), shared by every
-test that asks for it: the API behaviour tests' second target and the end-to-end scenarios on
-a real cluster. Started on first use, stopped at the end of the session; where the binaries
-are not there, the tests that need it skip, saying what to set.
+kube-scheduler from ``KUBEBUILDER_ASSETS``, through :mod:`kubetrain.envtest`), with kubetrain's
+CRDs installed as users install them (``kubectl apply --server-side -k deploy/crds``), shared
+by every test that asks for it: the API behaviour tests' second target and the end-to-end
+scenarios on a real cluster. Started on first use, stopped at the end of the session; where
+the binaries are not there, the tests that need it skip, saying what to set.
 
 A conftest that wants it imports :func:`real_control_plane` by name.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +23,25 @@ from kubetrain import envtest
 # long (its default is 40 s): short, so that a test sees the controller act on a node that
 # stops reporting, long enough for a node agent on 2 busy cores.
 NODE_MONITOR_GRACE = "20s"
+CRDS = Path(__file__).resolve().parent.parent / "deploy" / "crds"
+
+
+def _install_crds(plane: envtest.ControlPlane) -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed (it is on CI and on our machines)")
+    for args in (
+        ("apply", "--server-side", "-k", str(CRDS)),
+        ("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"),
+    ):
+        result = subprocess.run(
+            [kubectl, "--kubeconfig", plane.kubeconfig, *args],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        if result.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)}: {result.stderr}")
 
 
 @pytest.fixture(scope="session")
@@ -39,6 +62,7 @@ def real_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[env
     except RuntimeError as exc:
         pytest.fail(f"the real control plane did not start: {exc}")
     try:
+        _install_crds(plane)
         yield plane
     finally:
         plane.stop()
