@@ -1,15 +1,13 @@
-"""Session-wide reporting: one line at the end of a run that says whether the tests on a real
-kube-apiserver ran, and what to set when they could not."""
+"""Session-wide reporting: one line at the end of a run whose tests meant for a real
+kube-apiserver could not run on one, saying what to set."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubetrain import envtest
+from tests import realcluster
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    try:
-        envtest.find_assets()
-    except envtest.AssetsMissing as exc:
-        terminalreporter.write_line(f"tests on a real kube-apiserver did not run: {exc}")
+    for reason in sorted(realcluster.missing):
+        terminalreporter.write_line(f"tests on a real kube-apiserver did not run: {reason}")

@@ -30,7 +30,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from kubetrain import envtest
+from tests import realcluster
 from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
 
 START_TIMEOUT = 60.0
@@ -74,11 +74,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def _targets() -> list[str]:
     """Both servers; the local one alone where no real one can start (the session's summary
     says so once: tests/conftest.py)."""
-    try:
-        envtest.find_assets()
-    except envtest.AssetsMissing:
-        return [LOCAL]
-    return [LOCAL, REAL]
+    return [LOCAL, REAL] if realcluster.available() else [LOCAL]
 
 
 def target_of(request: pytest.FixtureRequest) -> str:
