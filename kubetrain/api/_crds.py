@@ -239,6 +239,11 @@ _MODEL_EXTRAS: dict[type[BaseModel], Schema] = {
     _trainer.TrainingRuntimeSpec: {"minProperties": 1},
     _trainer.JobSetTemplate: {"minProperties": 1},
     _trainer.MLPolicy: {"x-kubernetes-validations": [_ELASTIC_NUM_NODES, _ONE_POLICY]},
+    # kubetrain: the jax and xgboost policies have no fields, and kube-apiserver 1.28 cannot
+    # evaluate _ONE_POLICY's has() on an object schema with no properties ("invalid object
+    # type, expected either Properties or AdditionalProperties"): it refused the built-in
+    # jax-distributed and xgboost-distributed runtimes. Unpruned but held empty, they evaluate.
+    _trainer.EmptyPolicy: {"x-kubernetes-preserve-unknown-fields": True, "maxProperties": 0},
     _trainer.TrainerStatus: {"x-kubernetes-validations": [_LAST_UPDATED]},
 }
 
