@@ -12,8 +12,13 @@ What it does (reference: python-operator-stack.md §3):
    yielded. A stream that ends normally is re-opened from that version at once.
 4. 410 Gone (an HTTP answer, or an ERROR event with code 410): log, LIST again and yield a new
    ``SYNC``, so the caller can diff and notice what was deleted meanwhile.
-5. An inactivity watchdog: no line (event or bookmark) for ``inactivity`` seconds re-opens
-   the watch from the last version, since a half-dead connection can stall forever.
+5. A watchdog for half-dead connections, which can stall forever: a connection the server
+   has not ended ``grace`` seconds after the ``timeoutSeconds`` it was asked for is
+   abandoned and the watch re-opened from the last version. A quiet watch is normal: a real
+   kube-apiserver may send nothing at all, bookmarks included, on a connection that sees no
+   change, until it ends it at ``timeoutSeconds``. So silence is never taken for a fault
+   before the server had to end the connection, and its reconnect is no warning. (An
+   ``inactivity`` bound, when set, also re-opens a watch silent that long, quietly.)
 6. Connection failures, 5xx and 429 back off exponentially with jitter, then resume; other
    errors (401, 403, 404 — e.g. the resource type was removed) end the iteration by raising.
 
@@ -63,7 +68,13 @@ class Settings:
     """Timing of a watch; the defaults suit a controller, tests shrink them."""
 
     timeout_seconds: int = 300  # asked of the server per connection, jittered down by 20%
-    inactivity: float = 90.0  # watchdog: seconds without a line before reconnecting
+    # Watchdog: seconds past the connection's timeoutSeconds without its end before the
+    # connection is taken for half-dead. Covers the request's way to the server and the
+    # server's timer running late on a busy machine.
+    grace: float = 30.0
+    # Seconds without a line before reconnecting, on top of the watchdog; None: none. Only
+    # for a server known to send bookmarks often: a real kube-apiserver does not.
+    inactivity: float | None = None
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     jitter: float = 0.2  # fraction by which timeouts and delays are randomly shortened
@@ -163,18 +174,20 @@ class Watch:
             "labelSelector": self.label_selector,
             "fieldSelector": self.field_selector,
         }
+        loop = asyncio.get_running_loop()
+        # The server ends the connection ``seconds`` after it received the request; the
+        # watchdog allows it ``grace`` more before giving the connection up as half-dead.
+        deadline = loop.time() + seconds + settings.grace
         async with self.client.stream(self.resource.path(self.namespace), query=query) as lines:
             while True:
+                wait = deadline - loop.time()
+                if settings.inactivity is not None:
+                    wait = min(wait, settings.inactivity)
                 try:
-                    async with _aio.timeout(settings.inactivity):
+                    async with _aio.timeout(max(0.0, wait)):
                         line = await anext(lines, None)
                 except TimeoutError:
-                    log.warning(
-                        "watch %s: nothing received for %.0fs; reconnecting from %s",
-                        self._what,
-                        settings.inactivity,
-                        self.resource_version,
-                    )
+                    self._abandon(seconds, deadline - loop.time())
                     return
                 if line is None:
                     log.debug("watch %s: stream ended at %s", self._what, self.resource_version)
@@ -188,6 +201,26 @@ class Watch:
                 if event.type == BOOKMARK:
                     continue
                 yield event
+
+    def _abandon(self, seconds: int, left: float) -> None:
+        """Log why the watchdog gives a connection up: never a warning, since the watch goes
+        on from where it was and nothing is lost (a retry is warned of when it fails)."""
+        if left <= 0:
+            log.info(
+                "watch %s: the server did not end the connection %.0fs after the %ds asked "
+                "for; taking it for dead and reconnecting from %s",
+                self._what,
+                self.settings.grace,
+                seconds,
+                self.resource_version,
+            )
+        else:
+            log.debug(
+                "watch %s: nothing received for %.0fs; reconnecting from %s",
+                self._what,
+                self.settings.inactivity,
+                self.resource_version,
+            )
 
     def _delay(self, failures: int, exc: errors.ApiError) -> float:
         settings = self.settings
