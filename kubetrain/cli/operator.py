@@ -85,6 +85,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LOW-HIGH",
         help=f"ports given to host-network pods (default {DEFAULT_PORT_RANGE})",
     )
+    parser.add_argument(
+        "--watch-timeout-seconds",
+        type=int,
+        default=kube.watch.Settings.timeout_seconds,
+        metavar="N",
+        help="how long the API server is asked to hold each watch open before the operator "
+        "opens it again (timeoutSeconds, shortened by up to 20%%; default "
+        f"{kube.watch.Settings.timeout_seconds})",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="json")
     parser.add_argument(
         "--log-level", choices=("DEBUG", "INFO", "WARNING", "ERROR"), default="INFO"
@@ -105,6 +114,10 @@ def options(args: argparse.Namespace, environ: Mapping[str, str]) -> process.Opt
         gang_scheduler, scheduler_name = "", ""
     if args.controller_threads < 1:
         raise ValueError(f"--controller-threads: {args.controller_threads}; accepted: 1 or more")
+    if args.watch_timeout_seconds < 1:
+        raise ValueError(
+            f"--watch-timeout-seconds: {args.watch_timeout_seconds}; accepted: 1 or more"
+        )
     process.enabled_frameworks(args.enable_scheme)  # an unknown kind fails here, before connecting
     lease_namespace = (
         args.leader_election_namespace or environ.get("POD_NAMESPACE") or manager.LEASE_NAMESPACE
@@ -118,6 +131,7 @@ def options(args: argparse.Namespace, environ: Mapping[str, str]) -> process.Opt
             metrics_address=_address(args.metrics_bind_address),
             probe_address=_address(args.health_probe_bind_address),
             workers=args.controller_threads,
+            watch=kube.watch.Settings(timeout_seconds=args.watch_timeout_seconds),
         ),
         jobs=job_settings.Settings(
             pod=frameworks.Settings(),
