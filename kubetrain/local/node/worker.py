@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from kubetrain import _aio, kube
 from kubetrain.kube import resource
-from kubetrain.local.node import cpulimit, podspec, runtime, status
+from kubetrain.local.node import cpulimit, podspec, portclash, runtime, status
 
 if TYPE_CHECKING:
     from kubetrain.local.node import agent as agent_
@@ -604,6 +604,10 @@ class Worker:
         return current
 
     async def _write_status(self, pod: Mapping[str, Any], attempts: ContainerStates) -> None:
+        if portclash.worth_a_look(attempts):  # "Address already in use": say why, and the fix
+            attempts = await asyncio.to_thread(
+                portclash.explain, pod, attempts, self.agent.runtime, self.agent.pod
+            )
         observed = status.Observed(
             address=self.agent.settings.address,
             containers=attempts,
