@@ -85,7 +85,8 @@ class Watch:
     """Iterate (``async for event in client.watch(resource): ...``) to receive events.
 
     ``resource_version`` is where the watch has got to; pass it to a new Watch to resume
-    without a list. ``restarts`` counts reconnects and ``relists`` lists after the first one,
+    without a list. ``restarts`` counts reconnects and ``relists`` the lists made because
+    the server no longer had the version reached (410 Gone), a resumed watch's first included,
     for metrics and tests. Close an abandoned iteration with ``contextlib.aclosing``.
     """
 
@@ -113,7 +114,6 @@ class Watch:
         self.relists = 0
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._listed = False
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._events()
@@ -137,6 +137,7 @@ class Watch:
             except errors.Gone as exc:
                 log.info("watch %s: %s; listing again", self._what, exc.message)
                 self.resource_version = None
+                self.relists += 1
             except RETRYABLE as exc:
                 delay = self._delay(failures, exc)
                 failures += 1
@@ -152,9 +153,6 @@ class Watch:
             field_selector=self.field_selector,
             page_size=self.settings.page_size,
         )
-        if self._listed:
-            self.relists += 1
-        self._listed = True
         version = (listed.get("metadata") or {}).get("resourceVersion")
         self.resource_version = str(version) if version else None
         if self.resource_version is None:

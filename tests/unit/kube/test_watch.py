@@ -133,14 +133,15 @@ def test_a_410_answer_to_the_watch_request_also_lists_again() -> None:
     fake.on("GET", PATH, answer(configmap_list(30, "b")))
     fake.on("WATCH", PATH, fail(410, "Expired", "too old"), stream(event("ADDED", "c", 31)))
 
-    async def scenario() -> list[kube.Event]:
+    async def scenario() -> tuple[list[kube.Event], kube.Watch]:
         async with serving(fake) as client:
             w = client.watch(CONFIGMAPS, namespace="ns", resource_version="5", settings=FAST)
-            return await take(w, 2)
+            return await take(w, 2), w
 
-    events = run(scenario())
+    events, w = run(scenario())
     assert names(events) == [("SYNC", "30"), ("ADDED", "c")]
     assert [r.query["resourceVersion"] for r in fake.watches(PATH)] == ["5", "30"]
+    assert w.relists == 1  # a resumed watch's first list is a relist: its version was lost
 
 
 def test_a_given_resource_version_resumes_without_a_list() -> None:
