@@ -1,14 +1,22 @@
-"""Fixtures for the end-to-end tests: a whole local control plane (API server, scheduler, node
-agent, operator), as ``kubetrain up`` runs it, started once per session in a subprocess; and a
-fresh namespace per test on it.
+"""Fixtures for the end-to-end tests: every scenario runs on two control planes, with one test
+body (``[local]`` and ``[kube-apiserver]`` in its id, the ``kubeconfig`` fixture's parameter):
 
-The control plane is ``kubetrain apiserver --memory --port 0 --with-workloads`` in a
-temporary ``KUBETRAIN_HOME``, with a short crash back-off for its node (``--node-backoff``),
-so a test's pods run for real as processes of this machine. The node of this machine is the
-point of these tests, so they always start their own control plane, whatever
-``KUBETRAIN_TEST_KUBECONFIG`` says. They skip, saying why, where this host gives pods no
-private mount namespace (service names then cannot resolve in pods) and, for the torch tests,
-where torch is not installed.
+- ``local``: a whole local control plane (API server, scheduler, node agent, operator), as
+  ``kubetrain up`` runs it, started once per session in a subprocess:
+  ``kubetrain apiserver --memory --port 0 --with-workloads`` in a temporary
+  ``KUBETRAIN_HOME``, with a short crash back-off for its node (``--node-backoff``);
+- ``kube-apiserver``: the session's real control plane (etcd, kube-apiserver,
+  kube-controller-manager, kube-scheduler) with kubetrain's operator and node on it, as
+  docs/cluster.md tells users to run them next to each other on one host
+  (:mod:`tests.e2e.realplane`). It skips, saying what to set, where the binaries are not
+  installed.
+
+Either way a test's pods run for real as processes of this machine, and a fresh namespace per
+test holds them. The node of this machine is the point of these tests, so they always start
+their own control planes, whatever ``KUBETRAIN_TEST_KUBECONFIG`` says. They skip, saying why,
+where this host gives pods no private mount namespace (service names then cannot resolve in
+pods) and, for the torch tests, where torch is not installed. A failed test shows the last
+lines of the logs of the plane it ran on.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,12 +36,20 @@ from kubetrain import kube
 from kubetrain.local.node import runtime
 from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually, run
+from tests.e2e import realplane
+from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
 
 # Found by name: clients and a fresh namespace per test, on the ``kubeconfig`` defined here.
 _hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
 api_client = api_fixtures.api_client
 core = api_fixtures.core
 namespace = api_fixtures.namespace
+real_cluster = realplane.real_cluster
+local_only = api_fixtures.local_only  # local_only(plane, why): skips on the real plane
+
+LOCAL = api_fixtures.LOCAL
+REAL = api_fixtures.REAL
+PLANES = (LOCAL, REAL)
 
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
@@ -123,10 +139,53 @@ def controlplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPl
             process.wait()
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every scenario that reaches a control plane runs on both."""
+    if "kubeconfig" in metafunc.fixturenames:
+        metafunc.parametrize("kubeconfig", PLANES, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def kubeconfig(controlplane: ControlPlane) -> str:
-    """The e2e control plane's kubeconfig (the fixtures of tests/apiserver use it by name)."""
-    return controlplane.kubeconfig
+def kubeconfig(request: pytest.FixtureRequest) -> str:
+    """The kubeconfig of the plane this test runs on (the fixtures of tests/apiserver use it by
+    name)."""
+    if getattr(request, "param", LOCAL) == REAL:
+        problem = _isolation_problem(request.getfixturevalue("tmp_path_factory").mktemp("probe"))
+        if problem:
+            pytest.skip(problem)
+        cluster: realplane.RealCluster = request.getfixturevalue("real_cluster")
+        _planes[REAL] = cluster.tail
+        return cluster.kubeconfig
+    local: ControlPlane = request.getfixturevalue("controlplane")
+    _planes[LOCAL] = lambda component, chars=4000: local.tail(chars)
+    return local.kubeconfig
+
+
+@pytest.fixture
+def plane(request: pytest.FixtureRequest) -> str:
+    """The plane this test runs on: :data:`LOCAL` or :data:`REAL`."""
+    callspec = getattr(request.node, "callspec", None)
+    return str(callspec.params.get("kubeconfig", LOCAL)) if callspec else LOCAL
+
+
+# The log tails of the planes started so far, for the report of a failed test.
+_planes: dict[str, Callable[..., str]] = {}
+_LOGS = {LOCAL: ("controlplane",), REAL: ("operator", "node")}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    callspec = getattr(item, "callspec", None)
+    which = callspec.params.get("kubeconfig") if callspec else None
+    tail = _planes.get(str(which))
+    if tail is None:
+        return
+    for component in _LOGS[str(which)]:
+        report.sections.append((f"{which}: {component} log (last lines)", tail(component, 6000)))
 
 
 @pytest.fixture
