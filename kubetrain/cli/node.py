@@ -60,9 +60,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--port", type=int, default=0, help="port of the logs/exec endpoint (default: any free)"
     )
     parser.add_argument(
+        "--tls-cert-file",
+        help="the endpoint's serving certificate, as the kubelet's flag: issued by the CA of "
+        "kube-apiserver's --kubelet-certificate-authority for the node's address (and name); "
+        "instead of --ca-cert/--ca-key",
+    )
+    parser.add_argument(
+        "--tls-private-key-file", help="the key of --tls-cert-file, as the kubelet's flag"
+    )
+    parser.add_argument(
+        "--client-ca-file",
+        help="accept callers whose client certificate this CA issued, as the kubelet's flag: "
+        "the CA of kube-apiserver's --kubelet-client-certificate (default: only the local "
+        "control plane's token is accepted)",
+    )
+    parser.add_argument(
         "--ca-cert",
         help="the control plane's CA certificate, to issue the endpoint's certificate "
-        "(default: pki/ca.crt beside the kubeconfig, when there)",
+        "(default: pki/ca.crt beside the kubeconfig, when there and no --tls-cert-file)",
     )
     parser.add_argument("--ca-key", help="the CA's key (default: pki/ca.key beside the kubeconfig)")
     parser.add_argument(
@@ -104,7 +119,31 @@ def _kubeconfig(args: argparse.Namespace) -> str:
     return daemon.Paths(daemon.resolve_home(os.environ)).kubeconfig
 
 
+def _check_tls(args: argparse.Namespace) -> None:
+    """The TLS flags make sense together and name readable files (else exit saying which);
+    their paths are made absolute."""
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        raise SystemExit("kubetrain node: --tls-cert-file and --tls-private-key-file go together")
+    if args.tls_cert_file and (args.ca_cert or args.ca_key):
+        raise SystemExit(
+            "kubetrain node: --tls-cert-file serves a certificate of your own; --ca-cert and "
+            "--ca-key issue one: give one or the other"
+        )
+    for flag, path in (
+        ("--tls-cert-file", args.tls_cert_file),
+        ("--tls-private-key-file", args.tls_private_key_file),
+        ("--client-ca-file", args.client_ca_file),
+    ):
+        if path and not os.access(path, os.R_OK):
+            raise SystemExit(f"kubetrain node: {flag} {path}: no such readable file")
+    for attribute in ("tls_cert_file", "tls_private_key_file", "client_ca_file"):
+        if getattr(args, attribute):
+            setattr(args, attribute, os.path.abspath(getattr(args, attribute)))
+
+
 def _ca(args: argparse.Namespace, kubeconfig: str) -> tuple[str, str]:
+    if args.tls_cert_file:
+        return "", ""
     if args.ca_cert or args.ca_key:
         if not (args.ca_cert and args.ca_key):
             raise SystemExit("kubetrain node: --ca-cert and --ca-key go together")
@@ -126,6 +165,9 @@ async def _serve(args: argparse.Namespace, kubeconfig: str, root: str) -> None:
         port=args.port,
         ca_cert=ca_cert,
         ca_key=ca_key,
+        tls_cert_file=args.tls_cert_file or "",
+        tls_key_file=args.tls_private_key_file or "",
+        client_ca_file=args.client_ca_file or "",
         token=settings.token_of(cluster.configuration),
         gpus=args.gpus,
         isolation=args.isolation,
@@ -148,6 +190,7 @@ async def _serve(args: argparse.Namespace, kubeconfig: str, root: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     apiserver.setup_logging(args.log_format, args.log_level)
+    _check_tls(args)
     kubeconfig = _kubeconfig(args)
     root = os.path.abspath(args.root or os.path.join(daemon.resolve_home(os.environ), "node"))
     try:

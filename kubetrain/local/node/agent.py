@@ -1,17 +1,17 @@
 """The node agent: kubetrain's kubelet for one machine, an ordinary API client.
 
-It registers its Node (capacity from this machine, addresses, the port of its HTTPS endpoint,
-nodeInfo, a Ready condition kept fresh) and renews the node's Lease in ``kube-node-lease``;
-watches the pods bound to it (``spec.nodeName``) and runs one :class:`~.worker.Worker` per pod;
-watches the Services and pods of every namespace it has pods in, so that each pod's /etc/hosts
-names them all (:mod:`.hosts`); assigns GPUs; requests the pods' ServiceAccount tokens
-(:class:`Tokens`) and tells them where the API server is, so that a process in a pod reaches
-it with in-cluster configuration; writes events as the kubelet does; and serves logs and exec
-(:mod:`.server`). On start it first lists what the runtime has on disk, so a
-restarted agent (even after ``kill -9``) adopts the containers still running, reports those
-that finished meanwhile, and removes those whose pod is gone.
+It registers its Node and keeps it and its Lease fresh (:mod:`.heartbeat`: capacity from this
+machine, the addresses the API server reaches it at (:mod:`.addresses`), the port of its HTTPS
+endpoint, nodeInfo, a Ready condition); watches the pods bound to it (``spec.nodeName``) and
+runs one :class:`~.worker.Worker` per pod; watches the Services and pods of every namespace it
+has pods in, so that each pod's /etc/hosts names them all (:mod:`.hosts`); assigns GPUs;
+requests the pods' ServiceAccount tokens (:class:`Tokens`) and tells them where the API server
+is, so that a process in a pod reaches it with in-cluster configuration; writes events as the
+kubelet does; and serves logs and exec (:mod:`.server`). On start it first lists what the
+runtime has on disk, so a restarted agent (even after ``kill -9``) adopts the containers still
+running, reports those that finished meanwhile, and removes those whose pod is gone.
 
-Owns: that wiring, node registration and the lease, the GPU assignments, the token cache,
+Owns: that wiring, what the Node says about this machine, the GPU assignments, the token cache,
 the namespace views and the event recorder. Must not: run processes (the runtime does),
 compute a pod's specs or status (:mod:`.podspec`, :mod:`.status`), or stop pods when it stops
 itself: they outlive it.
@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import platform
 import shutil
 import sys
 import time
@@ -32,17 +31,25 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from kubetrain import __version__, _aio, kube
+from kubetrain import _aio, kube
 from kubetrain.kube import recent, resource
 from kubetrain.kube import watch as watch_
 from kubetrain.local import tasks
-from kubetrain.local.node import hosts, podspec, runtime, server, tools, worker
+from kubetrain.local.node import (
+    addresses,
+    heartbeat,
+    hosts,
+    podspec,
+    runtime,
+    server,
+    tools,
+    worker,
+)
 from kubetrain.local.node import settings as node_settings
 
 log = logging.getLogger(__name__)
 
 PODS: Final = resource.PODS
-NODES: Final = kube.Resource("", "v1", "nodes", namespaced=False, kind="Node")
 SERVICES: Final = kube.Resource("", "v1", "services", kind="Service")
 CONFIGMAPS: Final = resource.CONFIGMAPS
 SECRETS: Final = kube.Resource("", "v1", "secrets", kind="Secret")
@@ -52,8 +59,6 @@ VOLUMES: Final = kube.Resource(
 )
 EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 SERVICE_ACCOUNTS: Final = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
-LEASES: Final = kube.Resource("coordination.k8s.io", "v1", "leases", kind="Lease")
-LEASE_NAMESPACE: Final = "kube-node-lease"
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 EVENT_QUEUE: Final = 10_000
 MAX_MESSAGE: Final = 1024
@@ -64,11 +69,6 @@ NO_CREDENTIALS: Final = "ServiceAccountTokenNotMounted"
 
 def now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def micro_time(when: datetime) -> str:
-    """``metav1.MicroTime``: RFC 3339 with microseconds."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 # -- this machine -------------------------------------------------------------------------------
@@ -112,21 +112,6 @@ async def count_gpus() -> int:
     if process.returncode != 0:
         return 0
     return sum(1 for line in out.decode(errors="replace").splitlines() if line.startswith("GPU "))
-
-
-def _os_image() -> str:
-    with contextlib.suppress(OSError), open("/etc/os-release", encoding="utf-8") as f:
-        for line in f:
-            if line.startswith("PRETTY_NAME="):
-                return line.split("=", 1)[1].strip().strip('"')
-    return platform.platform()
-
-
-def _read_first(*paths: str) -> str:
-    for path in paths:
-        with contextlib.suppress(OSError), open(path, encoding="ascii") as f:
-            return f.read().strip()
-    return ""
 
 
 class Machine:
@@ -478,7 +463,7 @@ class Agent:
         self.host = podspec.Host(self.name, config.address)
         self.machine: Machine | None = None
         self.port = 0
-        self.node_uid = ""
+        self.heartbeat: heartbeat.Heartbeat | None = None
         self._pods: dict[str, dict[str, Any]] = {}  # uid → the latest Pod bound here
         self._by_name: dict[tuple[str, str], str] = {}
         self._workers: dict[str, worker.Worker] = {}
@@ -486,7 +471,6 @@ class Agent:
         self._views: dict[str, NamespaceView] = {}
         self._tasks: tasks.Tasks | None = None
         self._listed = asyncio.Event()
-        self._ready_since = ""
         self._no_credentials = ""  # why pods get no ServiceAccount mount here, or ""
 
     # -- what workers and the server ask -----------------------------------------------------
@@ -617,7 +601,9 @@ class Agent:
         context = await asyncio.to_thread(server.tls_context, config, self.name)
         self.port = await endpoint.start(config.address, config.port, context)
         try:
-            await self._register_until_done(capacity)
+            identity = await asyncio.to_thread(self.identity, capacity)
+            self.heartbeat = heartbeat.Heartbeat(self.client, identity, config)
+            await self.heartbeat.register_until_done()
             if registered is not None:
                 registered.set()
             log.info(
@@ -632,9 +618,8 @@ class Agent:
             )
             async with _aio.TaskGroup() as group:
                 self._tasks = tasks.Tasks(group)
-                group.create_task(self._guard("lease", self._lease_loop()), name="node lease")
                 group.create_task(
-                    self._guard("node status", self._status_loop()), name="node status"
+                    self._guard("heartbeat", self.heartbeat.run()), name="node heartbeat"
                 )
                 group.create_task(self._guard("events", self.recorder.run()), name="node events")
                 group.create_task(self._guard("pods", self._watch_pods()), name="node pods")
@@ -642,6 +627,35 @@ class Agent:
         finally:
             self._tasks = None
             await endpoint.close()
+
+    def identity(self, capacity: Mapping[str, str]) -> heartbeat.Identity:
+        """What the Node says about this node once its endpoint serves: the addresses the API
+        server reaches it at (:mod:`.addresses`), the port, capacity and machine. Blocking:
+        reads the serving certificate and asks the resolver."""
+        config = self.settings
+        with open(server.certificate_file(config), "rb") as f:
+            covered = addresses.Covered.of(f.read())
+        resolves = addresses.resolves_to(self.name, config.address)
+        found = addresses.node_addresses(
+            self.name, config.address, resolves=resolves, covered=covered
+        )
+        dialed = addresses.dialed(found)
+        if dialed is None or not covered(dialed):
+            log.warning(
+                "node %s: its serving certificate %s does not cover %s, the address an API "
+                "server reaches it at: kube-apiserver will refuse it for logs and exec",
+                self.name,
+                server.certificate_file(config),
+                dialed,
+            )
+        return heartbeat.Identity(
+            name=self.name,
+            labels=heartbeat.labels(self.name, config.labels),
+            addresses=found,
+            port=self.port,
+            capacity=capacity,
+            info=heartbeat.node_info(config.kubelet_version),
+        )
 
     async def _guard(self, what: str, body: Awaitable[None]) -> None:
         try:
@@ -652,165 +666,6 @@ class Agent:
             log.exception("node agent: %s failed", what)
             raise
         log.warning("node agent: %s exited though it should run until stopped", what)
-
-    # -- the Node and its Lease -----------------------------------------------------------------
-
-    def node_labels(self) -> dict[str, str]:
-        arch = node_settings.architecture(platform.machine())
-        system = node_settings.operating_system()
-        return {
-            "kubernetes.io/hostname": self.name,
-            "kubernetes.io/os": system,
-            "kubernetes.io/arch": arch,
-            "beta.kubernetes.io/os": system,
-            "beta.kubernetes.io/arch": arch,
-            "node.kubetrain.io/local": "true",
-            **dict(self.settings.labels),
-        }
-
-    def node_status(self, capacity: Mapping[str, str], transition: str) -> dict[str, Any]:
-        stamp = now().strftime("%Y-%m-%dT%H:%M:%SZ")
-
-        def condition(kind: str, ok: bool, reason: str, message: str) -> dict[str, Any]:
-            return {
-                "type": kind,
-                "status": "True" if ok else "False",
-                "reason": reason,
-                "message": message,
-                "lastHeartbeatTime": stamp,
-                "lastTransitionTime": transition or stamp,
-            }
-
-        return {
-            "capacity": dict(capacity),
-            "allocatable": dict(capacity),
-            "conditions": [
-                condition(
-                    "MemoryPressure",
-                    False,
-                    "KubeletHasSufficientMemory",
-                    "kubelet has sufficient memory available",
-                ),
-                condition(
-                    "DiskPressure",
-                    False,
-                    "KubeletHasNoDiskPressure",
-                    "kubelet has no disk pressure",
-                ),
-                condition(
-                    "PIDPressure",
-                    False,
-                    "KubeletHasSufficientPID",
-                    "kubelet has sufficient PID available",
-                ),
-                condition("Ready", True, "KubeletReady", "kubelet is posting ready status"),
-            ],
-            "addresses": [
-                {"type": "InternalIP", "address": self.settings.address},
-                {"type": "Hostname", "address": self.name},
-            ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}},
-            "nodeInfo": {
-                "machineID": _read_first("/etc/machine-id", "/var/lib/dbus/machine-id"),
-                "systemUUID": _read_first("/sys/class/dmi/id/product_uuid"),
-                "bootID": _read_first("/proc/sys/kernel/random/boot_id"),
-                "kernelVersion": platform.release(),
-                "osImage": _os_image(),
-                "containerRuntimeVersion": f"kubetrain://{__version__}",
-                "kubeletVersion": self.settings.kubelet_version,
-                "kubeProxyVersion": "",
-                "operatingSystem": node_settings.operating_system(),
-                "architecture": node_settings.architecture(platform.machine()),
-            },
-        }
-
-    async def register(self, capacity: Mapping[str, str]) -> None:
-        """Create the Node with its status, as the kubelet registers (so no reader sees a Node
-        without one), or take over the one of that name and post its status."""
-        labels = self.node_labels()
-        fresh = await asyncio.to_thread(self.node_status, capacity, "")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {"name": self.name, "labels": labels},
-            "status": fresh,
-        }
-        try:
-            node = await self.client.create(NODES, body)
-        except kube.AlreadyExists:
-            node = await self.client.patch(NODES, self.name, {"metadata": {"labels": labels}})
-        else:
-            self.node_uid = str((node.get("metadata") or {}).get("uid") or "")
-            if (node.get("status") or {}).get("conditions"):  # kept, as a kubelet's is
-                self._ready_since = fresh["conditions"][-1]["lastTransitionTime"]
-                return
-        self.node_uid = str((node.get("metadata") or {}).get("uid") or "")
-        old = {c.get("type"): c for c in (node.get("status") or {}).get("conditions") or []}
-        ready = old.get("Ready") or {}
-        self._ready_since = (
-            str(ready.get("lastTransitionTime") or "") if ready.get("status") == "True" else ""
-        )
-        status = await asyncio.to_thread(self.node_status, capacity, self._ready_since)
-        self._ready_since = status["conditions"][-1]["lastTransitionTime"]
-        await self.client.patch(NODES, self.name, {"status": status}, subresource="status")
-
-    async def _register_until_done(self, capacity: Mapping[str, str]) -> None:
-        """Register, waiting out an API server that is not up (yet): a node may start first."""
-        delay = self.settings.retry_initial
-        while True:
-            try:
-                await self.register(capacity)
-                return
-            except (kube.Unavailable, kube.ServerError, kube.TooManyRequests) as exc:
-                log.warning(
-                    "node %s: cannot register yet: %s; retrying in %.1fs", self.name, exc, delay
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.settings.retry_max)
-
-    async def _status_loop(self) -> None:
-        """Keep the Ready condition's heartbeat fresh (and the rest of the status true)."""
-        assert self.machine is not None
-        capacity = self.machine.capacity(self.settings.max_pods)
-        while True:
-            await asyncio.sleep(self.settings.status_interval)
-            try:
-                status = await asyncio.to_thread(self.node_status, capacity, self._ready_since)
-                await self.client.patch(NODES, self.name, {"status": status}, subresource="status")
-            except kube.NotFound:
-                log.warning("node %s was deleted; registering it again", self.name)
-                with contextlib.suppress(kube.ApiError):
-                    await self.register(capacity)
-            except kube.ApiError as exc:
-                log.warning("node %s: status update failed: %s", self.name, exc)
-
-    async def _lease_loop(self) -> None:
-        while True:
-            try:
-                await self.renew_lease()
-            except kube.ApiError as exc:
-                log.warning("node %s: lease renewal failed: %s", self.name, exc)
-            await asyncio.sleep(self.settings.lease_renew)
-
-    async def renew_lease(self) -> None:
-        spec = {
-            "holderIdentity": self.name,
-            "leaseDurationSeconds": self.settings.lease_duration,
-            "renewTime": micro_time(now()),
-        }
-        try:
-            lease = await self.client.get(LEASES, self.name, namespace=LEASE_NAMESPACE)
-        except kube.NotFound:
-            meta: dict[str, Any] = {"name": self.name, "namespace": LEASE_NAMESPACE}
-            if self.node_uid:
-                meta["ownerReferences"] = [
-                    {"apiVersion": "v1", "kind": "Node", "name": self.name, "uid": self.node_uid}
-                ]
-            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta}
-            await self.client.create(LEASES, {**body, "spec": spec}, namespace=LEASE_NAMESPACE)
-            return
-        lease["spec"] = {**(lease.get("spec") or {}), **spec}
-        await self.client.replace(LEASES, lease, namespace=LEASE_NAMESPACE)
 
     # -- pods -----------------------------------------------------------------------------------
 

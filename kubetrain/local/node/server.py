@@ -13,10 +13,15 @@ server (the contract is in :mod:`kubetrain.local.apiserver.nodeproxy`'s docstrin
   each running container's CPU and memory) from the latest sample of :mod:`.stats`, which this
   server keeps taking every ``stats_interval`` seconds while it serves.
 
-Every request must carry ``Authorization: Bearer <token>`` (the API server's token), compared
-in constant time; anything else gets 401. The certificate is issued by the control plane's CA
-when the agent is given it (:func:`tls_context`); otherwise a CA of the node's own is made and
-the API server must be told to trust it.
+Every request must be authenticated, as the kubelet authenticates: by a client certificate
+that the client CA (``client_ca_file``, the kubelet's ``--client-ca-file``) issued, verified in
+the TLS handshake (kube-apiserver shows its ``--kubelet-client-certificate``), or by
+``Authorization: Bearer <token>`` with the local API server's token, compared in constant time;
+anything else gets 401. Any authenticated caller may ask anything (the kubelet's
+``--authorization-mode=AlwaysAllow``). The serving certificate is the one given
+(``tls_cert_file``, ``tls_key_file``), or else issued by the control plane's CA when the agent
+is given it, or else by a CA of the node's own, which the API server must be told to trust
+(:func:`tls_context`).
 
 Owns: HTTP, the channel protocol, the choice of log attempt, and the sampler's task. Must not:
 run processes, read log files or /proc itself (:mod:`.runtime`, :mod:`.logs` and :mod:`.stats`
@@ -88,11 +93,34 @@ class Refused(Exception):
 # -- TLS ----------------------------------------------------------------------------------------
 
 
+def certificate_file(config: settings.Settings) -> str:
+    """The serving certificate's file: the one given (``tls_cert_file``), else the one
+    :func:`tls_context` issues under ``<root>/agent/pki``."""
+    return config.tls_cert_file or os.path.join(config.root, "agent", PKI_DIR, CERT_FILE)
+
+
 def tls_context(config: settings.Settings, node_name: str) -> ssl.SSLContext:
-    """A server context with a certificate for the node's address and name, issued by the
-    control plane's CA (``ca_cert``/``ca_key``), or by a CA the node makes for itself under
-    ``<root>/agent/pki/own-ca`` when none is given (then the API server must trust that CA's
-    ``ca.crt``, or it refuses to send the node anything). Blocking: run it in a thread."""
+    """A server context serving the certificate given (``tls_cert_file`` and
+    ``tls_key_file``, the kubelet's flags), or else one issued for the node's address and name
+    by the control plane's CA (``ca_cert``/``ca_key``), or by a CA the node makes for itself
+    under ``<root>/agent/pki/own-ca`` when none is given (then the API server must trust that
+    CA's ``ca.crt``, or it refuses to send the node anything). With ``client_ca_file``, a
+    client may show a certificate; one that CA did not issue fails the handshake. Blocking:
+    run it in a thread."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    if config.tls_cert_file:
+        context.load_cert_chain(config.tls_cert_file, config.tls_key_file or None)
+    else:
+        cert_path, key_path = _issue(config, node_name)
+        context.load_cert_chain(cert_path, key_path)
+    if config.client_ca_file:
+        context.load_verify_locations(cafile=config.client_ca_file)
+        context.verify_mode = ssl.CERT_OPTIONAL  # the kubelet's VerifyClientCertIfGiven
+    return context
+
+
+def _issue(config: settings.Settings, node_name: str) -> tuple[str, str]:
     directory = os.path.join(config.root, "agent", PKI_DIR)
     names = [node_name, "localhost"]
     ips = ["127.0.0.1", "::1"]
@@ -114,14 +142,11 @@ def tls_context(config: settings.Settings, node_name: str) -> ssl.SSLContext:
             node_name,
             os.path.join(own, tls.CA_CERT),
         )
-    cert_path = os.path.join(directory, CERT_FILE)
+    cert_path = certificate_file(config)
     key_path = os.path.join(directory, KEY_FILE)
     tls.write_private(cert_path, cert)
     tls.write_private(key_path, key)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(cert_path, key_path)
-    return context
+    return cert_path, key_path
 
 
 def _issue_from(
@@ -186,7 +211,7 @@ class NodeServer:
         self.stats = stats.Sampler(node_runtime, interval=stats_interval, clock=clock)
         self._runner: web.AppRunner | None = None
         if not token:
-            log.warning("the node endpoint has no token: it will refuse every request")
+            log.debug("the node endpoint has no token: only client certificates are accepted")
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._authenticate])
@@ -219,14 +244,28 @@ class NodeServer:
             await self._runner.cleanup()
             self._runner = None
 
+    def caller(self, request: web.Request) -> str | None:
+        """Who is asking, or None: the subject of a client certificate the TLS handshake
+        verified against the client CA (the kubelet's x509 authenticator; kube-apiserver shows
+        its ``--kubelet-client-certificate``), else the holder of the bearer token."""
+        transport = request.transport
+        peer = transport.get_extra_info("peercert") if transport is not None else None
+        if peer:  # only a verified certificate is decoded (the context must ask for one)
+            subject = {k: v for rdn in peer.get("subject") or () for k, v in rdn}
+            return f"x509:{subject.get('commonName', '')}"
+        # surrogateescape: a header of bytes that are not UTF-8 is a wrong token, not a 500
+        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
+        expected = f"Bearer {self.token}"
+        if self.token and hmac.compare_digest(given, expected.encode()):
+            return "token"
+        return None
+
     @web.middleware
     async def _authenticate(
         self, request: web.Request, handler: Callable[[web.Request], Any]
     ) -> web.StreamResponse:
-        # surrogateescape: a header of bytes that are not UTF-8 is a wrong token, not a 500
-        given = request.headers.get("Authorization", "").encode("utf-8", "surrogateescape")
-        expected = f"Bearer {self.token}"
-        if not self.token or not hmac.compare_digest(given, expected.encode()):
+        # Authorization is the kubelet's AlwaysAllow: whoever is authenticated may ask.
+        if self.caller(request) is None:
             return web.Response(status=401, text="Unauthorized", content_type="text/plain")
         try:
             return await handler(request)

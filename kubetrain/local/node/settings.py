@@ -36,7 +36,15 @@ class Settings:
     port: int = 0  # the HTTPS endpoint; 0 = any free port (registered in the Node's status)
     ca_cert: str = ""  # the control plane's CA: the endpoint's certificate is issued by it
     ca_key: str = ""  # (both empty: a self-signed certificate; tell the API server to trust it)
-    token: str = ""  # the bearer token callers of the endpoint must show (the API server's)
+    # the kubelet's --tls-cert-file/--tls-private-key-file: a serving certificate of one's own
+    # (issued by the CA of kube-apiserver's --kubelet-certificate-authority); when given, no
+    # certificate is issued and ca_cert/ca_key are not used
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    # the kubelet's --client-ca-file: a caller whose client certificate this CA issued is
+    # authenticated (kube-apiserver shows its --kubelet-client-certificate); "" = none is
+    client_ca_file: str = ""
+    token: str = ""  # a bearer token callers may show instead (the local API server's)
     kubelet_version: str = KUBELET_VERSION
     cluster_domain: str = CLUSTER_DOMAIN
     max_pods: int = DEFAULT_PODS
@@ -45,10 +53,12 @@ class Settings:
     # what an image's ENV would give every container (PATH...; the pod's env overrides it);
     # empty: PATH as containerd's default
     environment: tuple[tuple[str, str], ...] = ()
-    # timings, in seconds
-    lease_duration: int = 40  # leaseDurationSeconds of the node's Lease
-    lease_renew: float = 10.0  # how often the Lease is renewed
-    status_interval: float = 60.0  # how often the Node's Ready heartbeat is refreshed
+    # timings, in seconds (the kubelet's defaults)
+    lease_duration: int = 40  # leaseDurationSeconds of the node's Lease (nodeLeaseDurationSeconds)
+    lease_renew: float = 10.0  # how often the Lease is renewed (a quarter of its duration)
+    status_interval: float = 10.0  # how often the Node's status is computed, and posted when
+    # it changed (nodeStatusUpdateFrequency) ...
+    status_report: float = 300.0  # ... and posted anyway (nodeStatusReportFrequency)
     backoff_initial: float = 10.0  # crash back-off: the second restart waits this long ...
     backoff_max: float = 300.0  # ... doubling up to this
     backoff_reset: float = 600.0  # a container that ran this long starts the count afresh
