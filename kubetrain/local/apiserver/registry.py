@@ -22,9 +22,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import bisect
 import contextlib
 import copy
 import dataclasses
+import itertools
 import json
 import logging
 import math
@@ -382,10 +384,14 @@ class Registry:
                 _parse_rv(opts.resource_version)
             list_rv = self.store.resource_version
             items = self.store.list(r.key, ns)
-        if start_after is not None:
-            items = [i for i in items if (i.key.namespace, i.key.name) > start_after]
+        if start_after is not None:  # items are in key order: the page starts after it
+            items = items[bisect.bisect_right(items, start_after, key=_namespace_name) :]
         if predicate is not None:
-            items = [i for i in items if predicate(i.obj)]
+            matching = (i for i in items if predicate(i.obj))
+            if opts.limit and opts.limit > 0:  # one more than the page tells if there is more
+                items = list(itertools.islice(matching, opts.limit + 1))
+            else:
+                items = list(matching)
         meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
         if opts.limit and opts.limit > 0 and len(items) > opts.limit:
             rest = len(items) - opts.limit
@@ -1296,6 +1302,10 @@ def _parse_rv(text: str) -> int:
             f'invalid resource version "{text}": resource version is not well formed'
         )
     return value
+
+
+def _namespace_name(item: store.Item) -> tuple[str, str]:
+    return (item.key.namespace, item.key.name)
 
 
 def _encode_continue(rv: int, start: tuple[str, str]) -> str:
