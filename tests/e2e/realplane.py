@@ -6,8 +6,10 @@ operator next to a kubetrain node on one host:
 - the built-in runtimes, ``kubectl apply -k deploy/runtimes``;
 - ``kubetrain operator --kubeconfig ... --host-network``: every pod on the host network with a
   port of its own, since all the node's pods share this one host;
-- ``kubetrain node --kubeconfig ...`` registered as a Node, its serving certificate issued by
-  the control plane's CA, which kube-apiserver trusts for ``kubectl logs`` and ``exec``;
+- ``kubetrain node --kubeconfig ...`` registered as a Node, with the kubelet's TLS flags: a
+  serving certificate for its address issued by the CA kube-apiserver checks kubelets against
+  (``--tls-cert-file``, ``--tls-private-key-file``), and that CA for the client certificate
+  kube-apiserver presents (``--client-ca-file``), so ``kubectl logs`` and ``exec`` reach it;
 - statically provisioned storage, as an administrator without a provisioner gives it: a few
   hostPath PersistentVolumes, which kube-controller-manager binds to the scenarios' claims.
 
@@ -32,6 +34,7 @@ import pytest
 
 from kubetrain import envtest, kube
 from kubetrain.cli import controlplane as local_controlplane
+from kubetrain.local.apiserver import tls
 from kubetrain.local.node import settings as node_settings
 from tests.apiserver.cascade import eventually, run
 
@@ -186,6 +189,20 @@ async def _operator_ready(port: int, cluster: RealCluster) -> None:
     await eventually(ready, "the operator's caches synced (/readyz)", timeout=START_TIMEOUT)
 
 
+def _serving_certificate(plane: envtest.ControlPlane, directory: Path) -> tuple[str, str]:
+    """The node's serving certificate and key, issued by the plane's CA for the node's name
+    and address, as an administrator issues a kubelet's."""
+    name = node_settings.default_name()
+    cert, key = tls.issue_certificate(
+        plane.pki, name, [name, "localhost"], [node_settings.DEFAULT_ADDRESS]
+    )
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = (str(directory / "kubelet.crt"), str(directory / "kubelet.key"))
+    for path, data in zip(paths, (cert, key), strict=True):
+        tls.write_private(path, data)
+    return paths
+
+
 def start(plane: envtest.ControlPlane, directory: Path) -> RealCluster:
     """Install kubetrain on ``plane`` and start its operator and node; stopped with
     :meth:`RealCluster.stop`."""
@@ -194,6 +211,7 @@ def start(plane: envtest.ControlPlane, directory: Path) -> RealCluster:
     environ["KUBETRAIN_HOME"] = str(directory / "home")
     _kubectl(plane, "apply", "-k", str(RUNTIMES))
     run(_provision(plane.kubeconfig, directory / "volumes"))
+    serving_cert, serving_key = _serving_certificate(plane, directory / "pki")
     probe = envtest.free_port()
     cluster.spawn(
         "operator",
@@ -219,10 +237,12 @@ def start(plane: envtest.ControlPlane, directory: Path) -> RealCluster:
             plane.kubeconfig,
             "--root",
             str(cluster.node_root),
-            "--ca-cert",
+            "--tls-cert-file",
+            serving_cert,
+            "--tls-private-key-file",
+            serving_key,
+            "--client-ca-file",
             plane.ca_cert,
-            "--ca-key",
-            plane.ca_key,
             "--backoff-initial",
             NODE_BACKOFF[0],
             "--backoff-max",
