@@ -36,11 +36,10 @@ def assets() -> envtest.Assets:
         raise Unavailable(f"no real kube-apiserver: {exc}") from exc
 
 
-def version(plane: envtest.ControlPlane) -> str:
+def version(found: envtest.Assets | None = None) -> str:
     """What ``kube-apiserver --version`` says (``Kubernetes v1.28.7``)."""
-    done = subprocess.run(
-        [plane.assets.kube_apiserver, "--version"], capture_output=True, text=True, timeout=30
-    )
+    binary = (found or assets()).kube_apiserver
+    done = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=30)
     return done.stdout.strip() or "kube-apiserver (version unknown)"
 
 

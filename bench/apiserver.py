@@ -25,7 +25,10 @@ at the end, also on Ctrl-C or SIGTERM. The temporary home is made beside the sta
 there; the header names its file system. When ``KUBETRAIN_BENCH_KUBECONFIG`` names another API
 server (a real kube-apiserver, say), the same workloads run there afterwards, one server at a
 time, in fresh namespaces that are deleted at the end, and every figure is printed with the
-ratio kubetrain / other. Without it, the reference is the goals set for the local API server
+ratio kubetrain / other. ``--real`` does the same against a real kube-apiserver it starts
+itself once the local server is stopped: etcd, kube-apiserver and kube-controller-manager
+from ``KUBEBUILDER_ASSETS`` through :mod:`kubetrain.envtest` (its server CPU is kube-apiserver's
+and etcd's together). Without either, the reference is the goals set for the local API server
 (at least 1,000 creates/s, a 10,000-pod list under 300 ms, watch p99 under 50 ms, on 2 cores),
 labelled as goals: they are targets, not a measurement. A goal is shown only next to a figure
 measured as the goal is stated (the list goal is for 10,000 pods, so ``--quick`` lists show
@@ -38,7 +41,7 @@ the server and the benchmark process during each workload.
 Usage::
 
     .venv/bin/python bench/apiserver.py [--quick] [--only create|list|watch] [--memory]
-                                        [--dir DIR] [--json]
+                                        [--real] [--dir DIR] [--json]
 
 This is not a test: it asserts nothing and exits 0 whatever the figures are.
 """
@@ -63,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import _processes  # this directory's, as the script runs from here
+import _realcluster
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
@@ -151,8 +155,9 @@ class Target:
 
     name: str
     kubeconfig: str
-    pid: int | None = None  # the server's process when it is ours, for CPU accounting
+    pids: tuple[int, ...] = ()  # the server's processes when they are ours, for CPU accounting
     delete_namespaces: bool = True  # False when the whole server is thrown away afterwards
+    description: str = ""  # what the report calls it, beside its URL
 
 
 @dataclass(frozen=True)
@@ -208,13 +213,28 @@ def local_control_plane(memory: bool, parent: str | None) -> Iterator[Target]:
                 START_TIMEOUT,
                 lambda why: BenchError(f"the local control plane: {why}"),
             )
-            yield Target("kubetrain", paths.kubeconfig, pid=process.pid, delete_namespaces=False)
+            yield Target(
+                "kubetrain", paths.kubeconfig, pids=(process.pid,), delete_namespaces=False
+            )
         except BaseException:
             if process.poll() is not None:
                 print(_processes.tail(log_path), file=sys.stderr)
             raise
         finally:
             _processes.stop(process, STOP_TIMEOUT)
+
+
+@contextlib.contextmanager
+def real_control_plane() -> Iterator[Target]:
+    """Start a real kube-apiserver as the reference: etcd, kube-apiserver and
+    kube-controller-manager (which gives each new namespace the ServiceAccount pods need) from
+    ``KUBEBUILDER_ASSETS``, through :mod:`kubetrain.envtest`, in a temporary directory; stop it
+    however the block ends. Its CPU time is kube-apiserver's and etcd's together."""
+    with _realcluster.control_plane(controllers=True, crds=False) as plane:
+        pids = tuple(pid for pid in (plane.pid("kube-apiserver"), plane.pid("etcd")) if pid)
+        version = _realcluster.version(plane.assets)
+        description = f"{version} kube-apiserver and etcd, started by --real"
+        yield Target("other", plane.kubeconfig, pids, False, description)
 
 
 def state_parent(environ: dict[str, str], given: str | None) -> str | None:
@@ -618,11 +638,20 @@ async def run_workload(
     def say(message: str) -> None:
         progress(f"{target.name} {name}: {message}")
 
-    wall, cpu, server = clock(), time.process_time(), _processes.cpu_seconds(target.pid)
+    wall, cpu, server = clock(), time.process_time(), server_cpu_seconds(target)
     figures = await WORKLOAD_FUNCTIONS[name](target.kubeconfig, namespace, sizes, clock, say)
-    server_after = _processes.cpu_seconds(target.pid)
+    server_after = server_cpu_seconds(target)
     server_used = None if server is None or server_after is None else server_after - server
     return figures, Usage(name, clock() - wall, time.process_time() - cpu, server_used)
+
+
+def server_cpu_seconds(target: Target) -> float | None:
+    """CPU time of the server's processes together (kube-apiserver and its etcd), or None
+    where the server is not ours or one cannot be read."""
+    times = [_processes.cpu_seconds(pid) for pid in target.pids]
+    if not times or None in times:
+        return None
+    return sum(t for t in times if t is not None)
 
 
 # --- the report -------------------------------------------------------------------------------
@@ -677,6 +706,7 @@ def build_report(
         "python": platform.python_version(),
         "reference": "measured" if other else "goals",
         "servers": {m.target.name: m.server for m in (ours, other) if m is not None},
+        "reference_description": other.target.description if other else "",
         "rows": rows,
         "usage": {
             m.target.name: [vars(u) for u in m.usage] for m in (ours, other) if m is not None
@@ -703,7 +733,8 @@ def render(report: dict[str, Any]) -> str:
         f"kubetrain API server: {storage}; {report['cpus']} CPUs; {report['sizes']} sizes",
         "reference: "
         + (
-            f"{report['servers']['other']} (from {OTHER_KUBECONFIG_ENV}), measured in this run"
+            f"{report['servers']['other']} ({report['reference_description']}), "
+            "measured in this run"
             if measured
             else "goals for the local API server (targets, not a measured baseline)"
         ),
@@ -773,7 +804,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench/apiserver.py",
         description="Measure the local API server (creates/s, 10,000-pod lists, watch fan-out) "
-        f"against the goals, or against the server named by ${OTHER_KUBECONFIG_ENV}.",
+        f"against the goals, against the server named by ${OTHER_KUBECONFIG_ENV}, or against "
+        "a real kube-apiserver it starts (--real).",
     )
     parser.add_argument("--quick", action="store_true", help="smaller counts: a smoke run")
     parser.add_argument("--only", choices=WORKLOADS, help="run one workload")
@@ -785,8 +817,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="where to put the temporary state directory (default: beside $KUBETRAIN_HOME "
         "or ~/.kubetrain, on the disk a real one uses)",
     )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="start a real kube-apiserver (with etcd, from $KUBEBUILDER_ASSETS) as the "
+        f"reference, instead of the server named by ${OTHER_KUBECONFIG_ENV}",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.real and os.environ.get(OTHER_KUBECONFIG_ENV):
+        parser.error(f"--real and ${OTHER_KUBECONFIG_ENV} name two references; give one")
+    return args
 
 
 def progress_to_stderr(message: str) -> None:
@@ -796,7 +837,7 @@ def progress_to_stderr(message: str) -> None:
 def expected_failure(exc: BaseException) -> BaseException | None:
     """The API or benchmark error behind ``exc`` (task groups wrap them in groups), or None
     for a bug, which should show its traceback."""
-    if isinstance(exc, (KubetrainError, TimeoutError)):
+    if isinstance(exc, (KubetrainError, TimeoutError, _realcluster.Unavailable)):
         return exc
     for inner in getattr(exc, "exceptions", ()):  # an exception group, from a task group
         if (found := expected_failure(inner)) is not None:
@@ -838,13 +879,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 cancelled_on_sigterm(measure(local, sizes, workloads, clock, progress_to_stderr))
             )
         other = None
-        if other_kubeconfig:
-            target = Target("other", other_kubeconfig)
+        if args.real:
+            progress_to_stderr("starting the reference: etcd, kube-apiserver")
+            with real_control_plane() as target:
+                other = asyncio.run(
+                    cancelled_on_sigterm(
+                        measure(target, sizes, workloads, clock, progress_to_stderr)
+                    )
+                )
+        elif other_kubeconfig:
+            target = Target("other", other_kubeconfig, description=f"from {OTHER_KUBECONFIG_ENV}")
             other = asyncio.run(
                 cancelled_on_sigterm(measure(target, sizes, workloads, clock, progress_to_stderr))
             )
     except (KeyboardInterrupt, asyncio.CancelledError):
-        print("bench: interrupted; the local control plane is stopped", file=sys.stderr)
+        print("bench: interrupted; the servers it started are stopped", file=sys.stderr)
         return 130
     except Exception as exc:
         failure = expected_failure(exc)

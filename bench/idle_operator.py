@@ -193,7 +193,7 @@ def idle(plane: envtest.ControlPlane, minutes: float, watch_timeout: int) -> Res
         _processes.stop(process)
     found = tally(log)
     return Result(
-        server=_realcluster.version(plane),
+        server=_realcluster.version(plane.assets),
         minutes=minutes,
         watch_timeout_seconds=watch_timeout,
         lines=found.lines,

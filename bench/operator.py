@@ -90,6 +90,7 @@ from pathlib import Path
 from typing import Any
 
 import _processes  # this directory's, as the script runs from here
+import _realcluster
 import aiohttp
 
 from kubetrain import _aio, kube
@@ -137,15 +138,28 @@ class BenchError(KubetrainError):
 
 @dataclass(frozen=True)
 class Server:
-    home: str
+    home: str  # a temporary directory, also for the operator's log
     kubeconfig: str
-    pid: int
+    pids: tuple[int, ...]  # the server's processes, whose CPU time is counted together
+
+
+def cpu_seconds(server: Server) -> float | None:
+    times = [_processes.cpu_seconds(pid) for pid in server.pids]
+    return None if not times or None in times else sum(t for t in times if t is not None)
 
 
 @contextlib.contextmanager
-def api_server() -> Iterator[Server]:
-    """A fresh ``kubetrain apiserver --memory`` with no node, scheduler or operator, in a
-    temporary home on a free port; stopped however the block ends."""
+def api_server(real: bool = False) -> Iterator[Server]:
+    """A fresh API server with no node, scheduler or operator, stopped however the block
+    ends: ``kubetrain apiserver --memory`` in a temporary home on a free port, or with
+    ``real`` etcd, kube-apiserver and kube-controller-manager (which gives each namespace
+    the ServiceAccount pods need) through :mod:`kubetrain.envtest`, kubetrain's CRDs
+    installed."""
+    if real:
+        with _realcluster.control_plane(controllers=True) as plane:
+            pids = tuple(p for p in (plane.pid("kube-apiserver"), plane.pid("etcd")) if p)
+            yield Server(str(plane.directory), plane.kubeconfig, pids)
+        return
     with tempfile.TemporaryDirectory(prefix="kubetrain-bench-operator-") as home:
         paths = daemon.Paths(home)
         log = Path(home) / "apiserver.log"
@@ -158,7 +172,7 @@ def api_server() -> Iterator[Server]:
                 START_TIMEOUT,
                 lambda why: BenchError(f"the API server: {why}:\n{_processes.tail(log)}"),
             )
-            yield Server(home, paths.kubeconfig, process.pid)
+            yield Server(home, paths.kubeconfig, (process.pid,))
         finally:
             _processes.stop(process)
 
@@ -480,7 +494,7 @@ async def timed_run(
         watching(server.kubeconfig, namespace, monitor),
     ):
         before = await resource_version(client)
-        cpu_before = _processes.cpu_seconds(server.pid)
+        cpu_before = cpu_seconds(server)
         started = clock()
         async with _aio.timeout(RUN_TIMEOUT):
             await work(client)
@@ -489,7 +503,7 @@ async def timed_run(
         seconds = monitor.done_at - started
         await quiet(monitor, clock)
         after = await resource_version(client)
-        cpu_after = _processes.cpu_seconds(server.pid)
+        cpu_after = cpu_seconds(server)
     server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
     return Run(
         name,
@@ -595,7 +609,7 @@ def median_round(rounds: Sequence[tuple[Run, Run]]) -> tuple[Run, Run]:
 
 
 def build_report(
-    rounds: Sequence[tuple[Run, Run]], threads: int, submitters: int
+    rounds: Sequence[tuple[Run, Run]], threads: int, submitters: int, server: str
 ) -> dict[str, Any]:
     """Figures of the median round, with every round's times and ratio beside them."""
     operator, baseline = median_round(rounds)
@@ -612,6 +626,7 @@ def build_report(
     allowed = OBJECTS_PER_JOB + GOAL_STATUS_WRITES
     return {
         "jobs": operator.jobs,
+        "server": server,
         "replicas_per_job": 1 + WORKERS,
         "threads": threads,
         "submitters": submitters,
@@ -685,8 +700,8 @@ def render(report: dict[str, Any]) -> str:
     objects = jobs * report["replicas_per_job"]
     lines = [
         f"kubetrain operator: {jobs:,} PyTorchJobs of 1 Master + {WORKERS} Workers "
-        f"({objects:,} pods, {objects:,} Services); API server in memory, no node; "
-        f"{report['cpus']} CPUs",
+        f"({objects:,} pods, {objects:,} Services); {report['server']}, a fresh one per run, "
+        f"no node; {report['cpus']} CPUs",
         f"concurrency: {report['submitters']} submissions at a time; the operator's "
         f"--controller-threads {report['threads']} and the baseline's {report['threads']} "
         "jobs at a time",
@@ -764,6 +779,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"operator and baseline runs, in turn, whose median ratio is reported (default "
         f"{ROUNDS}; 1 with --quick)",
     )
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="run both on a real kube-apiserver (etcd, kube-apiserver, kube-controller-manager "
+        "from $KUBEBUILDER_ASSETS, a fresh one per run) instead of kubetrain's",
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a summary")
     args = parser.parse_args(argv)
     if args.jobs is None:
@@ -786,7 +807,7 @@ def interrupt(signum: int, frame: object) -> None:
 
 def expected_failure(exc: BaseException) -> BaseException | None:
     """The API or benchmark error behind ``exc`` (task groups wrap them), or None for a bug."""
-    if isinstance(exc, (KubetrainError, TimeoutError)):
+    if isinstance(exc, (KubetrainError, TimeoutError, _realcluster.Unavailable)):
         return exc
     for inner in getattr(exc, "exceptions", ()):
         if (found := expected_failure(inner)) is not None:
@@ -803,7 +824,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def run_operator() -> Run:
         nonlocal templates
-        with api_server() as server:
+        with api_server(args.real) as server:
             run, templates = asyncio.run(
                 operator_run(server, args.jobs, args.threads, args.submitters, clock, progress)
             )
@@ -811,7 +832,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def run_baseline() -> Run:
         assert templates is not None
-        with api_server() as server:
+        with api_server(args.real) as server:
             return asyncio.run(
                 baseline_run(
                     server, args.jobs, args.threads, args.submitters, templates, clock, progress
@@ -840,7 +861,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"bench: {failure or type(failure).__name__}", file=sys.stderr)
         return 1
-    report = build_report(rounds, args.threads, args.submitters)
+    server = (
+        f"{_realcluster.version()} kube-apiserver, etcd and kube-controller-manager"
+        if args.real
+        else "kubetrain apiserver in memory"
+    )
+    report = build_report(rounds, args.threads, args.submitters, server)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 

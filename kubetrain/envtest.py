@@ -295,3 +295,9 @@ class ControlPlane:
     def running(self) -> Iterator[str]:
         """The components whose process is still alive."""
         return (name for name, p in self._processes.items() if p.poll() is None)
+
+    def pid(self, component: str) -> int | None:
+        """The process id of a running component (``etcd``, ``kube-apiserver``, ...), for a
+        benchmark's CPU accounting; None when it is not running."""
+        process = self._processes.get(component)
+        return process.pid if process is not None and process.poll() is None else None
