@@ -45,13 +45,15 @@ are an HTTP status with a plain-text message, as the kubelet's are (e.g. 400
 them into the Status kube-apiserver would send.
 
 **Exec.** ``GET /exec/{namespace}/{pod}/{container}`` with the query of
-:meth:`ExecOptions.node_query` (``command=a&command=b&stderr=1&stdin=1&stdout=1&tty=1``, a flag
-present only when true), as a WebSocket upgrade offering one subprotocol, the one the API
-server's client chose: ``v5.channel.k8s.io`` (all kubectl offers; required) or
-``v4.channel.k8s.io``. Every message is binary and starts with its channel: :data:`STDIN` 0,
-:data:`STDOUT` 1, :data:`STDERR` 2, :data:`STATUS` 3, :data:`RESIZE` 4 (a JSON
-``{"Width": w, "Height": h}``). In v5, ``[255, n]`` closes channel ``n``: ``[255, 0]`` is the
-end of stdin. When the process ends, the node sends exactly one
+:meth:`ExecOptions.node_query` (``command=a&command=b&error=1&input=1&output=1&tty=1``: the
+kubelet's names for stderr, stdin and stdout; a flag present only when true), as a WebSocket
+upgrade offering one subprotocol, the one the API server's client chose:
+``v5.channel.k8s.io`` (all kubectl offers; required) or ``v4.channel.k8s.io``. (A node also
+takes the kubelet's SPDY/3.1 upgrade, ``GET`` or ``POST``, which kube-apiserver sends it: see
+:mod:`kubetrain.local.node.spdy`; this API server never does.) Every message is binary and
+starts with its channel: :data:`STDIN` 0, :data:`STDOUT` 1, :data:`STDERR` 2, :data:`STATUS` 3,
+:data:`RESIZE` 4 (a JSON ``{"Width": w, "Height": h}``). In v5, ``[255, n]`` closes channel
+``n``: ``[255, 0]`` is the end of stdin. When the process ends, the node sends exactly one
 message on channel 3 holding a JSON ``metav1.Status`` (:func:`exit_status`: ``Success``, or
 ``Failure`` with reason ``NonZeroExitCode`` and a cause ``{"reason": "ExitCode", "message":
 "<0-255>"}``; a process killed by signal n exits 128+n), then closes with 1000. Anything that
@@ -278,17 +280,29 @@ class ExecOptions:
     tty: bool = False
 
     def node_query(self) -> list[tuple[str, str]]:
-        """The kubelet's exec query (kube's ``streamParams``), sorted by name as Go writes it."""
+        """The kubelet's exec query (kube's ``streamParams``: ``input``, ``output``, ``error``
+        and ``tty`` as ``1`` when on), sorted by name as Go writes it."""
         pairs = [("command", c) for c in self.command]
-        for name, on in (
-            ("stderr", self.stderr),
-            ("stdin", self.stdin),
-            ("stdout", self.stdout),
-            ("tty", self.tty),
-        ):
-            if on:
+        for name, on in NODE_EXEC_FLAGS:
+            if getattr(self, on):
                 pairs.append((name, "1"))
         return pairs
+
+
+# The kubelet's names for the exec streams in its query, and the option each sets.
+NODE_EXEC_FLAGS: Final = (
+    ("error", "stderr"),
+    ("input", "stdin"),
+    ("output", "stdout"),
+    ("tty", "tty"),
+)
+
+
+def node_exec_options(query: Any) -> ExecOptions:
+    """What the node reads from :meth:`ExecOptions.node_query`: each stream on when its name
+    is ``1`` (the kubelet's ``getExecOptions``); ``query`` is a multi-dict."""
+    flags = {option: query.get(name) == "1" for name, option in NODE_EXEC_FLAGS}
+    return ExecOptions(command=tuple(query.getall("command", [])), **flags)
 
 
 def exec_options(query: Any) -> ExecOptions:
@@ -598,8 +612,8 @@ class NodeProxy:
         pod = await self._object("pods", namespace, name)
         container = select_container(pod, options.container)
         node = assigned_node(pod)
-        if not node:  # kube: no node, no log location, an empty log
-            return web.Response(status=200, body=b"", headers={"Content-Type": TEXT})
+        if not node:  # kube: no node, no log location, no content (204)
+            return web.Response(status=204)
         endpoint = await self._endpoint(node)
         url = endpoint.url(node_path(LOG_PATH, namespace, name, container), options.node_query())
         upstream = await self._open_log(url, follow=options.follow)

@@ -49,7 +49,7 @@ from aiohttp import web
 
 from kubetrain import _aio
 from kubetrain.local.apiserver import errors, nodeproxy, tls
-from kubetrain.local.node import logs, runtime, settings, stats, status
+from kubetrain.local.node import logs, runtime, settings, spdy, stats, status
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,12 @@ CERT_FILE: Final = "node.crt"
 KEY_FILE: Final = "node.key"
 PKI_DIR: Final = "pki"
 OWN_CA_DIR: Final = "own-ca"
+STREAM_PROTOCOL_HEADER: Final = "X-Stream-Protocol-Version"
+# Exec over SPDY: v4 sends the exit as a JSON Status on the error stream; v5 (offered by
+# kube-apiserver 1.30 and later, translating a WebSocket client's request) is v4 with
+# half-close, which SPDY streams have anyway.
+SPDY_PROTOCOLS: Final = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+STREAM_CREATION_TIMEOUT: Final = 30.0  # the kubelet's streamCreationTimeout
 
 LogReader = Callable[..., AsyncIterator[bytes]]
 
@@ -217,6 +223,7 @@ class NodeServer:
         app = web.Application(middlewares=[self._authenticate])
         app.router.add_get(nodeproxy.LOG_PATH, self._logs)
         app.router.add_get(nodeproxy.EXEC_PATH, self._exec)
+        app.router.add_post(nodeproxy.EXEC_PATH, self._exec)  # the kubelet takes either
         app.router.add_get(nodeproxy.STATS_PATH, self._summary)
         app.cleanup_ctx.append(self._sampling)
         return app
@@ -384,6 +391,8 @@ class NodeServer:
     # -- exec ---------------------------------------------------------------------------------
 
     async def _exec(self, request: web.Request) -> web.StreamResponse:
+        if spdy.requested(request.headers):
+            return await self._exec_spdy(request)
         ws = web.WebSocketResponse(protocols=nodeproxy.SUBPROTOCOLS, heartbeat=HEARTBEAT)
         ready = ws.can_prepare(request)
         if not ready.ok:
@@ -396,7 +405,7 @@ class NodeServer:
                 f"accepted: {', '.join(nodeproxy.SUBPROTOCOLS)}",
             )
         await ws.prepare(request)
-        options = nodeproxy.exec_options(request.query)
+        options = nodeproxy.node_exec_options(request.query)
         try:
             pod, container = self._pod(request)
             uid = str((pod.get("metadata") or {}).get("uid") or "")
@@ -416,6 +425,54 @@ class NodeServer:
             return ws
         await _session(ws, process, options, v5=ready.protocol == nodeproxy.SUBPROTOCOLS[0])
         return ws
+
+    async def _exec_spdy(self, request: web.Request) -> web.StreamResponse:
+        """Exec over SPDY/3.1, as the kubelet serves it (``remotecommand.ServeExec``): the
+        pod is looked up before the upgrade (404 in plain text, as the kubelet's); after it,
+        the client opens one stream per channel, and the command's end is a ``metav1.Status``
+        on the error stream, then the connection closes."""
+        pod, container = self._pod(request)
+        options = nodeproxy.node_exec_options(request.query)
+        offered = request.headers.getall(STREAM_PROTOCOL_HEADER, [])
+        protocol = spdy.negotiate(offered, SPDY_PROTOCOLS)
+        if not protocol:
+            raise Refused(
+                403,
+                "unable to upgrade: unable to negotiate protocol: client supports "
+                f"{', '.join(offered) or 'none'}, server supports {', '.join(SPDY_PROTOCOLS)}",
+            )
+        response = web.StreamResponse(
+            status=101,
+            headers={
+                "Connection": "Upgrade",
+                "Upgrade": spdy.UPGRADE,
+                STREAM_PROTOCOL_HEADER: protocol,
+            },
+        )
+        response.force_close()
+        session = spdy.Session()
+        await response.prepare(request)
+        request.protocol.set_parser(session)  # type: ignore[arg-type]  # feed_data/feed_eof
+        pump = asyncio.create_task(session.pump(response.write), name="spdy writer")
+        try:
+            streams = await _expected_streams(session, options)
+            if streams is None:
+                return response
+            uid = str((pod.get("metadata") or {}).get("uid") or "")
+            try:
+                if not options.command:
+                    raise runtime.StartError(runtime.CONTAINER_CANNOT_RUN, "no command to run")
+                process = await self.runtime.exec(
+                    uid, container, options.command, stdin=options.stdin, tty=options.tty
+                )
+            except runtime.StartError as exc:
+                error = errors.ApiError(500, "InternalError", exc.message)
+                await _end_spdy(session, streams, error.body())
+                return response
+            await _spdy_session(session, streams, process)
+        finally:
+            await spdy.close_quietly(session, pump)
+        return response
 
 
 async def _pump(
@@ -457,6 +514,125 @@ async def _input(ws: web.WebSocketResponse, process: asyncio.subprocess.Process,
             and not stdin.is_closing()
         ):
             stdin.close()
+
+
+# -- exec over SPDY ---------------------------------------------------------------------------
+
+
+async def _expected_streams(
+    session: spdy.Session, options: nodeproxy.ExecOptions
+) -> dict[str, spdy.Stream] | None:
+    """Accept the client's streams until those the options ask for are there (the error
+    stream always; stdin, stdout, stderr as asked; resize with a tty), within
+    :data:`STREAM_CREATION_TIMEOUT`; None when the client went or took too long."""
+    wanted = {"error"}
+    for kind, on in (
+        ("stdin", options.stdin),
+        ("stdout", options.stdout),
+        ("stderr", options.stderr and not options.tty),  # a tty merges stderr into stdout
+        ("resize", options.tty),
+    ):
+        if on:
+            wanted.add(kind)
+    streams: dict[str, spdy.Stream] = {}
+    try:
+        async with _aio.timeout(STREAM_CREATION_TIMEOUT):
+            while not wanted <= set(streams):
+                stream = await session.accept()
+                if stream is None:
+                    return None
+                session.reply(stream)
+                streams[stream.kind] = stream
+    except _aio.TIMEOUT_ERRORS:
+        log.info("exec: the client opened %s of streams %s in time", sorted(streams), wanted)
+        return None
+    return streams
+
+
+async def _spdy_output(stream: asyncio.StreamReader | None, out: spdy.Stream | None) -> None:
+    if stream is None:
+        return
+    while True:
+        chunk = await stream.read(READ_SIZE)
+        if not chunk:
+            break
+        if out is not None:
+            await out.write(chunk)
+    if out is not None:
+        await out.close()
+
+
+async def _spdy_input(stdin: spdy.Stream | None, process: asyncio.subprocess.Process) -> None:
+    """The client's stdin to the process; its end closes the process's stdin."""
+    sink = process.stdin
+    if stdin is None or sink is None:
+        return
+    while True:
+        data = await stdin.read()
+        if not data:
+            break
+        try:
+            sink.write(data)
+            await sink.drain()
+        except (ConnectionError, BrokenPipeError):
+            return
+    if not sink.is_closing():
+        sink.close()
+
+
+async def _drain(stream: spdy.Stream | None) -> None:
+    """Read and drop what the client sends on a stream (resize: there is no terminal)."""
+    while stream is not None and await stream.read():
+        pass
+
+
+async def _end_spdy(
+    session: spdy.Session, streams: Mapping[str, spdy.Stream], status: bytes
+) -> None:
+    """The Status on the error stream, every stream of this side ended, then GOAWAY."""
+    error = streams["error"]
+    await error.write(status)
+    for stream in streams.values():
+        await stream.close()
+    session.goaway()
+
+
+async def _spdy_session(
+    session: spdy.Session,
+    streams: Mapping[str, spdy.Stream],
+    process: asyncio.subprocess.Process,
+) -> None:
+    """Relay until the process ends (then its Status) or the connection goes (then the
+    process group is killed)."""
+    outputs = [
+        asyncio.ensure_future(_spdy_output(process.stdout, streams.get("stdout"))),
+        asyncio.ensure_future(_spdy_output(process.stderr, streams.get("stderr"))),
+    ]
+    helpers = [
+        asyncio.ensure_future(_spdy_input(streams.get("stdin"), process)),
+        asyncio.ensure_future(_drain(streams.get("resize"))),
+    ]
+    gone = asyncio.ensure_future(session.ended.wait())
+    exited = asyncio.ensure_future(process.wait())
+    try:
+        await asyncio.wait({gone, exited}, return_when=asyncio.FIRST_COMPLETED)
+        if not exited.done():  # the client went away first
+            _kill_group(process)
+            await process.wait()
+            return
+        with contextlib.suppress(*_aio.TIMEOUT_ERRORS):
+            async with _aio.timeout(DRAIN):
+                await asyncio.gather(*outputs)
+        status = nodeproxy.exit_status(_exit_code(process.returncode))
+        await _end_spdy(session, streams, json.dumps(status).encode())
+    finally:
+        if process.returncode is None:
+            _kill_group(process)
+            with contextlib.suppress(ProcessLookupError):
+                await process.wait()
+        for task in (*outputs, *helpers, gone, exited):
+            task.cancel()
+        await asyncio.gather(*outputs, *helpers, gone, exited, return_exceptions=True)
 
 
 def _exit_code(returncode: int | None) -> int:

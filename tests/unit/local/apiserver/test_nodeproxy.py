@@ -221,12 +221,12 @@ def test_since_time_is_kept_as_an_aware_time() -> None:
     [
         pytest.param(
             [("command", "echo"), ("command", "a b"), ("stdout", "true"), ("stderr", "true")],
-            [("command", "echo"), ("command", "a b"), ("stderr", "1"), ("stdout", "1")],
-            id="commands in order, then the flags as 1, sorted by name",
+            [("command", "echo"), ("command", "a b"), ("error", "1"), ("output", "1")],
+            id="commands in order, then the kubelet's names of the streams as 1, sorted by name",
         ),
         pytest.param(
             [("command", "sh"), ("stdin", "true"), ("tty", "true"), ("stdout", "false")],
-            [("command", "sh"), ("stdin", "1"), ("tty", "1")],
+            [("command", "sh"), ("input", "1"), ("tty", "1")],
             id="a false flag is left out",
         ),
         pytest.param(
@@ -240,6 +240,14 @@ def test_exec_options_become_the_kubelet_query(
     items: list[tuple[str, str]], node_query: list[tuple[str, str]]
 ) -> None:
     assert nodeproxy.exec_options(MultiDict(items)).node_query() == node_query
+
+
+def test_the_node_reads_the_kubelets_query_back() -> None:
+    """What the node reads is what the API server wrote; like the kubelet, only ``1`` is on."""
+    options = nodeproxy.ExecOptions(command=("sh", "-c", "x"), stdin=True, stdout=True, tty=True)
+    assert nodeproxy.node_exec_options(MultiDict(options.node_query())) == options
+    loose = MultiDict([("command", "ls"), ("output", "true"), ("stdout", "1")])
+    assert nodeproxy.node_exec_options(loose) == nodeproxy.ExecOptions(command=("ls",))
 
 
 def test_exec_options_keep_the_container_and_command() -> None:
@@ -367,8 +375,8 @@ def test_a_node_without_a_usable_address() -> None:
         pytest.param(
             nodeproxy.Endpoint("::1", 10250),
             nodeproxy.node_path(nodeproxy.EXEC_PATH, "ns", "p", "c"),
-            [("command", "echo"), ("command", "a b&c"), ("stdout", "1")],
-            "https://[::1]:10250/exec/ns/p/c?command=echo&command=a+b%26c&stdout=1",
+            [("command", "echo"), ("command", "a b&c"), ("output", "1")],
+            "https://[::1]:10250/exec/ns/p/c?command=echo&command=a+b%26c&output=1",
             id="an exec request to an IPv6 node, the query escaped as Go escapes it",
         ),
         pytest.param(

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import secrets
 import signal
+import ssl
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import datetime, timedelta, timezone
@@ -137,6 +139,82 @@ def test_a_request_without_the_token_is_refused() -> None:
     serve(body, FakeRuntime([running_state()]), Pods(pod()))
 
 
+def client_context(ca: str, cert: tuple[bytes, bytes] | None, where: Path) -> ssl.SSLContext:
+    """A client that trusts ``ca`` and shows ``cert`` (PEM certificate and key), if any."""
+    context = ssl.create_default_context(cafile=ca)
+    if cert is not None:
+        (where / "client.crt").write_bytes(cert[0])
+        (where / "client.key").write_bytes(cert[1])
+        context.load_cert_chain(str(where / "client.crt"), str(where / "client.key"))
+    return context
+
+
+def test_a_client_certificate_from_the_client_ca_authenticates(tmp_path: Path) -> None:
+    """kube-apiserver shows its --kubelet-client-certificate and no token: the kubelet's x509
+    authentication accepts it when the client CA issued it; the local token still works."""
+    plane = tls.ensure(str(tmp_path / "plane"))
+    other = tls.ensure(str(tmp_path / "other"))
+    cert, key = tls.issue_certificate(plane.directory, "node-a", ["localhost"], ["127.0.0.1"])
+    (tmp_path / "node.crt").write_bytes(cert)
+    (tmp_path / "node.key").write_bytes(key)
+    config = settings.Settings(
+        root=str(tmp_path / "node"),
+        tls_cert_file=str(tmp_path / "node.crt"),
+        tls_key_file=str(tmp_path / "node.key"),
+        client_ca_file=plane.ca_cert,
+    )
+    apiserver = tls.issue_client_certificate(plane.directory, "kube-apiserver-kubelet-client")
+    stranger = tls.issue_client_certificate(other.directory, "kube-apiserver-kubelet-client")
+
+    async def main() -> None:
+        endpoint = server.NodeServer(
+            FakeRuntime([running_state()]),  # type: ignore[arg-type]
+            Pods(pod()),
+            token=TOKEN,
+            read=Reader(),
+            clock=lambda: NOW,
+        )
+        port = await endpoint.start("127.0.0.1", 0, server.tls_context(config, "node-a"))
+        url = f"https://127.0.0.1:{port}/containerLogs/ns/p/main"
+
+        async def status(cert: tuple[bytes, bytes] | None, token: str = "") -> int:
+            where = tmp_path / secrets.token_hex(4)
+            where.mkdir()
+            context = client_context(plane.ca_cert, cert, where)
+            headers = {"Authorization": f"Bearer {token}"} if token else {}
+            async with (
+                aiohttp.ClientSession(headers=headers) as session,
+                session.get(url, ssl=context) as response,
+            ):
+                return response.status
+
+        try:
+            assert await status(apiserver) == 200
+            assert await status(None) == 401
+            assert await status(None, TOKEN) == 200
+            with pytest.raises(aiohttp.ClientError):  # the handshake itself fails
+                await status(stranger)
+        finally:
+            await endpoint.close()
+
+    asyncio.run(main())
+
+
+def test_a_given_serving_certificate_is_served_as_it_is(tmp_path: Path) -> None:
+    plane = tls.ensure(str(tmp_path / "plane"))
+    cert, key = tls.issue_certificate(plane.directory, "mine", ["mine.example"], [])
+    (tmp_path / "node.crt").write_bytes(cert)
+    (tmp_path / "node.key").write_bytes(key)
+    config = settings.Settings(
+        root=str(tmp_path / "node"),
+        tls_cert_file=str(tmp_path / "node.crt"),
+        tls_key_file=str(tmp_path / "node.key"),
+    )
+    server.tls_context(config, "node-a")
+    assert server.certificate_file(config) == str(tmp_path / "node.crt")
+    assert not (tmp_path / "node" / "agent" / "pki").exists()  # nothing issued
+
+
 REFUSALS = {
     "an unknown pod": ("/containerLogs/ns/ghost/main", 404, 'pod "ghost" does not exist'),
     "an unknown container": (
@@ -242,7 +320,7 @@ def status_of(messages: list[bytes]) -> dict[str, Any]:
     return json.loads(status[1:])
 
 
-EXEC = "/exec/ns/p/main?command=sh&command=-c&command={}&stdout=1&stderr=1"
+EXEC = "/exec/ns/p/main?command=sh&command=-c&command={}&output=1&error=1"  # the kubelet's names
 
 
 def test_exec_streams_output_and_reports_the_exit_code() -> None:
@@ -269,7 +347,7 @@ def test_exec_streams_output_and_reports_the_exit_code() -> None:
 @pytest.mark.parametrize("protocol", [V5, V4])
 def test_exec_passes_stdin(protocol: str) -> None:
     async def body(session: aiohttp.ClientSession, site: test_utils.TestServer) -> None:
-        url = "/exec/ns/p/main?command=head&command=-n&command=2&stdin=1&stdout=1"
+        url = "/exec/ns/p/main?command=head&command=-n&command=2&input=1&output=1"
         async with session.ws_connect(site.make_url(url), protocols=(protocol,)) as ws:
             await ws.send_bytes(b"\x00one\ntwo\n")
             if protocol == V5:
@@ -287,7 +365,7 @@ def test_a_failure_after_the_upgrade_is_a_status() -> None:
 
     async def body(session: aiohttp.ClientSession, site: test_utils.TestServer) -> None:
         async with session.ws_connect(
-            site.make_url("/exec/ns/p/main?command=nosuch&stdout=1"), protocols=(V5,)
+            site.make_url("/exec/ns/p/main?command=nosuch&output=1"), protocols=(V5,)
         ) as ws:
             messages = await collect(ws)
         status = status_of(messages)
