@@ -308,16 +308,16 @@ async def run_script(
 
 
 @pytest.fixture(scope="module")
-def pki(kubeconfig: str) -> Path:
-    """The CA of the API server under test: both servers the tests start keep it beside their
-    kubeconfig (``pki/ca.crt``, ``ca.key``); it issues the fake node's serving certificate and
-    kube-apiserver's client certificate to nodes."""
+def local_home(kubeconfig: str) -> Path:
+    """The directory of the control plane under test: both servers the tests start keep their
+    CA beside their kubeconfig (``pki/ca.crt``, ``ca.key``), which issues the fake node's
+    serving certificate (and kube-apiserver's client certificate to nodes)."""
     if os.environ.get("KUBETRAIN_TEST_KUBECONFIG"):
         pytest.skip(
             "the fake node must be reachable from the API server and serve a certificate "
             "from its CA: only the control planes started by the tests are set up for that"
         )
-    return Path(kubeconfig).parent / "pki"
+    return Path(kubeconfig).parent
 
 
 def start_fake_node(kubeconfig: str, issuer: Path, client_ca: Path, where: Path) -> FakeNode:
@@ -336,9 +336,10 @@ def start_fake_node(kubeconfig: str, issuer: Path, client_ca: Path, where: Path)
 
 @pytest.fixture(scope="module")
 def fake_node(
-    pki: Path, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
+    local_home: Path, kubeconfig: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[FakeNode]:
     directory = tmp_path_factory.mktemp("fake-node")
+    pki = local_home / "pki"
     node = start_fake_node(kubeconfig, pki, pki / "ca.crt", directory)
     try:
         yield node
@@ -828,7 +829,7 @@ def test_exec_on_an_unreachable_node_says_so(
 def test_a_node_with_a_certificate_from_another_ca_gets_nothing(
     core: client.CoreV1Api,
     kubeconfig: str,
-    pki: Path,
+    local_home: Path,
     tmp_path_factory: pytest.TempPathFactory,
     namespace: str,
 ) -> None:
@@ -838,7 +839,7 @@ def test_a_node_with_a_certificate_from_another_ca_gets_nothing(
 
     other = tmp_path_factory.mktemp("other-ca")
     tls.ensure(str(other))
-    impostor = start_fake_node(kubeconfig, other, pki / "ca.crt", other)
+    impostor = start_fake_node(kubeconfig, other, local_home / "pki" / "ca.crt", other)
     name = register_node(core, impostor.port)
     try:
         make_pod(core, namespace, "app", node=name)
