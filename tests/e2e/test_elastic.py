@@ -1,7 +1,8 @@
 """Elastic PyTorch end to end: examples/pytorch/elastic scaled up and down while it trains.
 
 The example as shipped (a PersistentVolumeClaim for the checkpoints and a PyTorchJob of 2 to 3
-Workers running torchrun with the c10d rendezvous) runs on the local control plane. The test
+Workers running torchrun with the c10d rendezvous) runs on both planes (tests/e2e/conftest.py;
+on the real one the claim binds one of the PersistentVolumes an administrator made). The test
 plays the user or an autoscaler: once the log shows training at world size 2, it scales the
 Workers to 3 through the PyTorchJob's scale subresource, and once the log shows world size 3,
 back to 2 by editing ``spec.pytorchReplicaSpecs.Worker.replicas``. Each change makes torchrun's

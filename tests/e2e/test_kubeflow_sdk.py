@@ -1,6 +1,6 @@
 """The official Kubeflow SDK (PyPI ``kubeflow``, its TrainerClient with the Kubernetes backend)
-against the local control plane: it lists the runtimes, runs ``train()`` with a CustomTrainer
-function on 2 nodes, follows the logs and sees the job Complete.
+against both planes (tests/e2e/conftest.py): it lists the runtimes, runs ``train()`` with a
+CustomTrainer function on 2 nodes, follows the logs and sees the job Complete.
 
 The SDK pins ``kubernetes<36`` while kubetrain needs 37, so it cannot share kubetrain's
 environment: the Makefile installs it into its own directory (``.venv/kubeflow-sdk``; set

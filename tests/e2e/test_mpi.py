@@ -1,4 +1,4 @@
-"""An MPIJob end to end on the local control plane: ``examples/mpi/mpijob.yaml`` submitted with
+"""An MPIJob end to end, on both planes: ``examples/mpi/mpijob.yaml`` submitted with
 ``kubetrain run``. The operator makes the hostfile ConfigMap, the launcher's ServiceAccount,
 Role and RoleBinding, and the pods; the launcher's init container puts kubectl in its volume;
 its ``mpirun`` starts one rank in each worker pod through ``kubectl exec`` with the pod's

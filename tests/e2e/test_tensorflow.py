@@ -8,6 +8,10 @@ TF_CONFIG the operator writes, each through ``kubetrain run``.
   and two Workers. The variables must live on the PS, both Workers must have run steps (each
   prints its first), the Chief must count every scheduled step, and the accuracy of the
   variables it reads back from the PS must pass a threshold.
+
+Both run on the local plane. On the real one (tests/e2e/conftest.py) TensorFlow trains in one
+representative form, the parameter-server example, to keep the suite's time in budget; the
+TF_CONFIG handshake of PS and Workers runs on both (test_training.py).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import examples_fixtures as examples
+from tests.e2e.conftest import local_only
 from tests.integration.operator.jobs_fixtures import TFJOBS
 
 MULTIWORKER_ACCURACY = 0.9  # the example prints 0.971
@@ -32,8 +37,9 @@ def tensorflow_installed() -> None:
 
 
 def test_the_multiworker_tfjob_example_trains_in_sync_on_chief_and_workers(
-    tensorflow_installed: None, kubeconfig: str, namespace: str, tmp_path: Path
+    tensorflow_installed: None, kubeconfig: str, namespace: str, tmp_path: Path, plane: str
 ) -> None:
+    local_only(plane, "TensorFlow trains on the real plane as the parameter-server example")
     path = examples.manifest("tensorflow/tfjob.yaml", namespace, tmp_path)
     done = examples.kubetrain_run(path, namespace, kubeconfig, tmp_path / "home")
 

@@ -1,6 +1,6 @@
-"""Real distributed jobs on the local control plane: the operator makes the pods, the scheduler
-binds them, the node runs them as processes of this machine, and the job's status tells the
-truth about what they did.
+"""Real distributed jobs on both planes: the operator makes the pods, the scheduler binds them,
+the node runs them as processes of this machine, and the job's status tells the truth about
+what they did.
 
 Each test submits a job through the API (the first through ``kubetrain run``, as a user
 would) and reads back only what the API shows: conditions, pods, container states, logs and
@@ -9,6 +9,7 @@ events. The scripts are in tests/e2e/scripts/ and take a few seconds each.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -221,29 +222,46 @@ def test_exit_code_1_under_the_exit_code_policy_fails_the_job_for_good(
     run(body())
 
 
-def test_tfjob_replicas_resolve_every_address_of_their_tf_config_and_reach_each_other(
+def test_tfjob_ps_and_workers_resolve_every_address_of_their_tf_config_and_reach_each_other(
     kubeconfig: str, namespace: str
 ) -> None:
+    """The TF_CONFIG handshake of a parameter-server TFJob, without TensorFlow (the examples of
+    test_tensorflow.py train with it): one PS and two Workers each resolve every address of the
+    cluster spec and exchange their names with every other replica."""
     command = ["python3", script("tf_config.py")]
     job = (
         tfjob(namespace, "tfconfig")
+        .replica("PS", 1, command=command, restart_policy="Never")
         .replica("Worker", 2, command=command, restart_policy="Never")
         .run_policy(cleanPodPolicy="None")
         .doc()
     )
+    replicas = ("ps-0", "worker-0", "worker-1")
 
     async def body() -> None:
         async with await kube.Client.from_kubeconfig(kubeconfig) as client:
             await client.create(TFJOBS, job, namespace=namespace)
             finished = await wait_finished(client, TFJOBS, namespace, "tfconfig")
             logs = {
-                i: await log_of(client, namespace, f"tfconfig-worker-{i}", "tensorflow")
-                for i in (0, 1)
+                replica: await log_of(client, namespace, f"tfconfig-{replica}", "tensorflow")
+                for replica in replicas
             }
             assert condition(finished, "Succeeded") is not None, (finished["status"], logs)
-            for i, text in logs.items():
-                assert text.count(" resolves to ") == 2, text
-                assert f"heard from ['worker-{1 - i}']" in text, text
+            for replica, text in logs.items():
+                assert text.count(" resolves to ") == 3, text
+                others = sorted(r for r in replicas if r != replica)
+                assert f"heard from {others}" in text, text
+            pod = await get(client, PODS, namespace, "tfconfig-worker-1")
+            assert pod is not None
+            env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+            config = json.loads(env["TF_CONFIG"])
+            assert config["task"] == {"type": "worker", "index": 1}, config
+            cluster = config["cluster"]
+            hosts = {role: [a.rsplit(":", 1)[0] for a in v] for role, v in cluster.items()}
+            assert hosts == {
+                "ps": [f"tfconfig-ps-0.{namespace}.svc"],
+                "worker": [f"tfconfig-worker-{i}.{namespace}.svc" for i in (0, 1)],
+            }, config
 
     run(body())
 

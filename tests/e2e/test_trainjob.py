@@ -1,5 +1,5 @@
-"""Trainer v2 end to end on the local control plane: TrainJobs as users write them run real
-torchrun training on this machine's node, and their status tells what happened.
+"""Trainer v2 end to end, on both planes: TrainJobs as users write them run real torchrun
+training on this machine's node, and their status tells what happened.
 
 - the seed documents' TrainJob (``torch-ddp``, 2 nodes here, CPU) on the built-in
   ``torch-distributed`` runtime trains examples/pytorch/train_ddp.py with DDP to Complete;
@@ -11,6 +11,9 @@ torchrun training on this machine's node, and their status tells what happened.
   ``volumeClaimPolicies`` share, and both trainer nodes read it.
 
 Everything is read back through the API (conditions, trainerStatus, pods, logs) or kubectl.
+All run on both planes (tests/e2e/conftest.py) but the elastic TrainJob, which keeps to the
+local one to keep the suite's time in budget: on the real plane elastic resizing runs once,
+as test_elastic.py's PyTorchJob.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from kubetrain.operator.trainjob import kinds
 from tests.apiserver.cascade import run
 from tests.apiserver.conftest import Kubectl
 from tests.apiserver.conftest import kubectl as kubectl  # a fixture, found by name
+from tests.e2e.conftest import LOCAL, local_only
 from tests.e2e.trainjob_fixtures import (
     ANCESTOR,
     API_VERSION,
@@ -48,11 +52,13 @@ TRAIN_ELASTIC = str(REPOSITORY / "examples" / "pytorch" / "elastic" / "train_ela
 pytestmark = pytest.mark.usefixtures("torch_installed")
 
 
-def seed_trainjob(namespace: str) -> dict[str, Any]:
+def seed_trainjob(namespace: str, plane: str) -> dict[str, Any]:
     """The seed's TrainJob as a user writes it (its apiVersion, name and image), with 2 CPU
-    nodes instead of 5 GPU ones and a command that exists on this machine."""
+    nodes instead of 5 GPU ones and a command that exists on this machine. kube-apiserver
+    serves the CRD's one version, v1alpha1; the local API server accepts the seed's v2alpha1 as
+    well."""
     return {
-        "apiVersion": "trainer.kubeflow.org/v2alpha1",
+        "apiVersion": "trainer.kubeflow.org/v2alpha1" if plane == LOCAL else API_VERSION,
         "kind": "TrainJob",
         "metadata": {"name": "torch-ddp", "namespace": namespace},
         "spec": {
@@ -66,10 +72,13 @@ def seed_trainjob(namespace: str) -> dict[str, Any]:
     }
 
 
-def test_the_seed_trainjob_trains_with_ddp_on_two_nodes(kubeconfig: str, namespace: str) -> None:
+def test_the_seed_trainjob_trains_with_ddp_on_two_nodes(
+    kubeconfig: str, namespace: str, plane: str
+) -> None:
     async def body() -> None:
         async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            await client.create(kinds.TRAINJOBS, seed_trainjob(namespace), namespace=namespace)
+            job = seed_trainjob(namespace, plane)
+            await client.create(kinds.TRAINJOBS, job, namespace=namespace)
             job = await wait_finished(client, namespace, "torch-ddp")
             logs = await logs_of(client, namespace, "torch-ddp")
             assert (condition(job, "Complete") or {}).get("status") == "True", explain(job, logs)
@@ -131,8 +140,9 @@ def elastic_runtime(name: str) -> dict[str, Any]:
 
 
 def test_an_elastic_trainjob_grows_from_two_to_three_nodes_while_training(
-    kubeconfig: str, namespace: str, tmp_path: Path
+    kubeconfig: str, namespace: str, tmp_path: Path, plane: str
 ) -> None:
+    local_only(plane, "elastic resizing runs on the real plane as test_elastic.py's PyTorchJob")
     runtime = f"torch-elastic-{namespace}"
     job = {
         "apiVersion": API_VERSION,
@@ -182,6 +192,28 @@ def test_an_elastic_trainjob_grows_from_two_to_three_nodes_while_training(
     run(body())
 
 
+GROUP = "trainer.kubeflow.org"
+ROLES = kube.Resource("rbac.authorization.k8s.io", "v1", "roles", kind="Role")
+ROLE_BINDINGS = kube.Resource("rbac.authorization.k8s.io", "v1", "rolebindings", kind="RoleBinding")
+
+
+async def allow_progress_reports(client: kube.Client, namespace: str) -> None:
+    """What docs/progress.md tells a cluster's users to apply: the namespace's default
+    ServiceAccount may patch ``trainjobs/status`` (the local control plane needs none)."""
+    rbac = "rbac.authorization.k8s.io"
+    rule = {"apiGroups": [GROUP], "resources": ["trainjobs/status"], "verbs": ["patch"]}
+    role = {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": "progress"}}
+    binding = {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "progress"},
+        "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "progress"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": namespace}],
+    }
+    await client.create(ROLES, {**role, "rules": [rule]}, namespace=namespace)
+    await client.create(ROLE_BINDINGS, binding, namespace=namespace)
+
+
 REPORTER = """
 import pathlib, sys, time
 import kubetrain
@@ -222,6 +254,7 @@ def test_a_job_reporting_progress_shows_it_in_kubectl_get(
 
     async def body() -> None:
         async with await kube.Client.from_kubeconfig(kubeconfig) as client:
+            await allow_progress_reports(client, namespace)
             await client.create(kinds.TRAINJOBS, job, namespace=namespace)
             halfway = await wait_job(client, namespace, "reporter", at(50), "progress 50%")
             status = halfway["status"]["trainerStatus"]
