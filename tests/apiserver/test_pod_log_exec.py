@@ -41,7 +41,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
 from kubetrain.local.node import spdy
-from tests.apiserver.conftest import LOCAL, Kubectl, local_only, wait_for
+from tests.apiserver.conftest import Kubectl, local_only, wait_for
 
 LINES = 5  # lines in every fake container log
 HELD_BACK = 2  # lines a follow gets only once the test releases the log
@@ -703,24 +703,7 @@ def kubectl_over_spdy(
     )
 
 
-def test_kubectl_exec_over_spdy_is_refused_clearly(
-    target: str,
-    core: client.CoreV1Api,
-    kubeconfig: str,
-    kubectl_binary: str,
-    fake_node: FakeNode,
-    node: str,
-    namespace: str,
-) -> None:
-    local_only(target, "this API server relays exec as WebSocket messages and refuses SPDY")
-    make_pod(core, namespace, "app", node=node)
-    out = kubectl_over_spdy(kubectl_binary, kubeconfig, "exec", "-n", namespace, "app", "--", "x")
-    assert out.returncode != 0
-    assert "pods/exec over SPDY is not supported" in out.stderr
-
-
 def test_kubectl_exec_over_spdy_reaches_the_node(
-    target: str,
     core: client.CoreV1Api,
     kubeconfig: str,
     kubectl_binary: str,
@@ -728,10 +711,8 @@ def test_kubectl_exec_over_spdy_reaches_the_node(
     node: str,
     namespace: str,
 ) -> None:
-    """kube-apiserver 1.28 passes kubectl's SPDY upgrade to the node unchanged (POST, with the
-    kubelet's query); the node answers it as the kubelet does."""
-    if target == LOCAL:
-        pytest.skip("the local API server refuses SPDY (see the test above)")
+    """An API server passes kubectl's SPDY upgrade to the node unchanged (POST, with the
+    kubelet's query), as kube-apiserver 1.28 does; the node answers it as the kubelet does."""
     make_pod(core, namespace, "app", node=node)
     args = ("exec", "-i", "-n", namespace, "app", "--", "cat")
     out = kubectl_over_spdy(kubectl_binary, kubeconfig, *args, input="over spdy\n")

@@ -48,9 +48,12 @@ them into the Status kube-apiserver would send.
 :meth:`ExecOptions.node_query` (``command=a&command=b&error=1&input=1&output=1&tty=1``: the
 kubelet's names for stderr, stdin and stdout; a flag present only when true), as a WebSocket
 upgrade offering one subprotocol, the one the API server's client chose:
-``v5.channel.k8s.io`` (all kubectl offers; required) or ``v4.channel.k8s.io``. (A node also
-takes the kubelet's SPDY/3.1 upgrade, ``GET`` or ``POST``, which kube-apiserver sends it: see
-:mod:`kubetrain.local.node.spdy`; this API server never does.) Every message is binary and
+``v5.channel.k8s.io`` (all kubectl offers; required) or ``v4.channel.k8s.io``. A client's
+SPDY/3.1 upgrade (kubectl 1.29 and older, or ``KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false``) goes
+to the node as the same upgrade, ``GET`` or ``POST`` with the kubelet's query and the client's
+``X-Stream-Protocol-Version`` offers, and the node's answer comes back as it is; after a 101
+the bytes go both ways unchanged, as kube-apiserver 1.28 passes them (the node speaks the
+kubelet's SPDY: :mod:`kubetrain.local.node.spdy`). Every WebSocket message is binary and
 starts with its channel: :data:`STDIN` 0, :data:`STDOUT` 1, :data:`STDERR` 2, :data:`STATUS` 3,
 :data:`RESIZE` 4 (a JSON ``{"Width": w, "Height": h}``). In v5, ``[255, n]`` closes channel
 ``n``: ``[255, 0]`` is the end of stdin. When the process ends, the node sends exactly one
@@ -126,10 +129,14 @@ _TIMEOUTS: Final = (TimeoutError, asyncio.TimeoutError)  # distinct classes befo
 STATS_TIMEOUT: Final = 10.0  # seconds a node may take to answer /stats/summary (metrics-server's)
 MAX_ERROR_BODY: Final = 50_000  # bytes of a node's error message kept (kube's maxReadLength)
 TEXT: Final = "text/plain"
+SPDY_UPGRADE: Final = "SPDY/3.1"
+STREAM_PROTOCOL_HEADER: Final = "X-Stream-Protocol-Version"
+MAX_HEAD: Final = 64 * 1024  # bytes of a node's response head to an upgrade
+READ_SIZE: Final = 64 * 1024
+RELAY_BUFFER: Final = 1 << 20  # bytes waiting to go to a node before its client is paused
 SPDY_REFUSED: Final = (
-    "pods/exec over SPDY is not supported by this API server: it speaks the WebSocket "
-    "subprotocols v5.channel.k8s.io and v4.channel.k8s.io (kubectl 1.30 and later uses them "
-    "unless KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false)"
+    "pods/exec: only SPDY/3.1 of the SPDY versions is served; this API server also speaks "
+    "the WebSocket subprotocols v5.channel.k8s.io and v4.channel.k8s.io"
 )
 
 
@@ -520,6 +527,8 @@ class NodeProxy:
         self._closed = False
         # Log bodies being relayed: closing the connector does not wake their readers.
         self._streams: set[aiohttp.ClientResponse] = set()
+        # Connections to nodes carrying an upgraded (SPDY) exec, ended on close().
+        self._relays: set[asyncio.StreamWriter] = set()
 
     async def close(self) -> None:
         """Close every node connection: open log streams end, and exec sessions end with a
@@ -527,6 +536,8 @@ class NodeProxy:
         self._closed = True
         for upstream in list(self._streams):
             upstream.close()
+        for relay in list(self._relays):
+            relay.transport.abort()
         if self._client is not None:
             connector = self._client.connector
             if connector is not None:  # a TLS goodbye would wait for nodes that never answer
@@ -666,6 +677,8 @@ class NodeProxy:
     async def _exec(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
         options = exec_options(request.query)
         where = await self._locate(namespace, name, options.container)
+        if _spdy_requested(request):
+            return await self._exec_spdy(request, where, options, namespace, name)
         client = web.WebSocketResponse(protocols=SUBPROTOCOLS, heartbeat=HEARTBEAT)
         ready = client.can_prepare(request)
         if not ready.ok:
@@ -691,6 +704,117 @@ class NodeProxy:
         finally:
             await node.close()
         return client
+
+    async def _exec_spdy(
+        self,
+        request: web.Request,
+        where: Location,
+        options: ExecOptions,
+        namespace: str,
+        name: str,
+    ) -> web.StreamResponse:
+        """Pass a SPDY upgrade through to the node (kube-apiserver's UpgradeAwareHandler):
+        a refusal comes back as the node sent it; after a 101, bytes both ways until either
+        side closes."""
+        path = node_path(EXEC_PATH, namespace, name, where.container)
+        url = yarl.URL(where.endpoint.url(path, options.node_query()), encoded=True)
+        reader, writer, status, headers = await self._upgrade(url, request)
+        try:
+            if status != 101:
+                body = await self._rest_of(reader, headers)
+                return web.Response(
+                    status=status,
+                    body=body,
+                    content_type=headers.get("content-type", TEXT).split(";")[0].strip(),
+                )
+            response = web.StreamResponse(
+                status=101, headers={"Connection": "Upgrade", "Upgrade": SPDY_UPGRADE}
+            )
+            if headers.get(STREAM_PROTOCOL_HEADER.lower()):
+                response.headers[STREAM_PROTOCOL_HEADER] = headers[STREAM_PROTOCOL_HEADER.lower()]
+            response.force_close()
+            await response.prepare(request)
+            transport = request.transport
+            assert transport is not None
+            forward = _Forward(writer, transport)
+            request.protocol.set_parser(forward)  # type: ignore[arg-type]  # feed_data/feed_eof
+            self._relays.add(writer)
+            try:
+                while not writer.is_closing():
+                    data = await reader.read(READ_SIZE)
+                    if not data:
+                        break
+                    await response.write(data)
+            except (ConnectionError, OSError) as exc:
+                log.debug("exec of %s/%s over SPDY ended: %s", namespace, name, exc)
+            finally:
+                self._relays.discard(writer)
+                forward.cancel()
+            return response
+        finally:
+            writer.close()
+
+    async def _upgrade(
+        self, url: yarl.URL, request: web.Request
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int, dict[str, str]]:
+        """Dial the node and send it the upgrade; its status and headers (names in lower
+        case), the reader left at what follows them. Failing to get them is kube's 500
+        ``error dialing backend``."""
+        if self._closed:
+            raise errors.unavailable("the API server is shutting down")
+        host = url.host or ""
+        lines = [
+            f"{request.method} {url.raw_path_qs} HTTP/1.1",
+            f"Host: {url.raw_authority}",
+            f"Authorization: Bearer {self.token}",
+            "Connection: Upgrade",
+            f"Upgrade: {SPDY_UPGRADE}",
+            *(
+                f"{STREAM_PROTOCOL_HEADER}: {v}"
+                for v in request.headers.getall(STREAM_PROTOCOL_HEADER, [])
+            ),
+            "Content-Length: 0",
+        ]
+        context = self.ssl_context or ssl.create_default_context()
+        try:
+            async with _aio.timeout(self.timeout):
+                reader, writer = await asyncio.open_connection(
+                    host, url.port, ssl=context, server_hostname=host, limit=MAX_HEAD
+                )
+                try:
+                    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except BaseException:
+                    writer.close()
+                    raise
+        except (OSError, ValueError, asyncio.IncompleteReadError, *_TIMEOUTS) as exc:
+            raise errors.internal(f"error dialing backend: {_describe(exc)}") from exc
+        first, *rest = head.decode("latin-1").split("\r\n")
+        parts = first.split(" ", 2)
+        try:
+            status = int(parts[1])
+        except (IndexError, ValueError):
+            writer.close()
+            raise errors.internal(f"node answered the upgrade with {first!r}") from None
+        headers = {}
+        for line in rest:
+            key, sep, value = line.partition(":")
+            if sep:
+                headers[key.strip().lower()] = value.strip()
+        return reader, writer, status, headers
+
+    async def _rest_of(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
+        """The body of a node's refusal, up to :data:`MAX_ERROR_BODY` bytes."""
+        size = headers.get("content-length", "")
+        body = b""
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError, *_TIMEOUTS):
+            async with _aio.timeout(self.timeout):
+                if size.isdigit():
+                    wanted = min(int(size), MAX_ERROR_BODY) - len(body)
+                    body += await reader.readexactly(max(0, wanted))
+                else:
+                    body += await reader.read(MAX_ERROR_BODY)
+        return body
 
     async def _locate(self, namespace: str, name: str, container: str) -> Location:
         pod = await self._object("pods", namespace, name)
@@ -729,6 +853,50 @@ def _phrase(status: int) -> str:
         return http.HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+def _spdy_requested(request: web.Request) -> bool:
+    """``Connection: Upgrade`` and ``Upgrade: SPDY/3.1`` (what kubectl 1.29 and older send)."""
+    connection = {t.strip().lower() for t in request.headers.get("Connection", "").split(",")}
+    upgrade = request.headers.get("Upgrade", "").strip().lower()
+    return "upgrade" in connection and upgrade == SPDY_UPGRADE.lower()
+
+
+class _Forward:
+    """What a client sends after an upgrade, to the node as it comes (aiohttp's
+    payload-parser interface); the client is paused while :data:`RELAY_BUFFER` bytes wait to
+    go to the node."""
+
+    def __init__(self, node: asyncio.StreamWriter, client: asyncio.BaseTransport) -> None:
+        self.node = node
+        self.client = client
+        self._resuming: asyncio.Task[None] | None = None
+
+    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
+        if self.node.is_closing():
+            return True, b""
+        self.node.write(data)
+        transport = self.node.transport
+        if self._resuming is None and transport.get_write_buffer_size() > RELAY_BUFFER:
+            if isinstance(self.client, asyncio.ReadTransport):
+                self.client.pause_reading()
+            self._resuming = asyncio.ensure_future(self._resume())
+        return False, b""
+
+    async def _resume(self) -> None:
+        with contextlib.suppress(ConnectionError, OSError):
+            await self.node.drain()
+        self._resuming = None
+        if isinstance(self.client, asyncio.ReadTransport) and not self.client.is_closing():
+            self.client.resume_reading()
+
+    def feed_eof(self) -> None:
+        """The client went: so does the node's connection (the node then ends the command)."""
+        self.node.close()
+
+    def cancel(self) -> None:
+        if self._resuming is not None:
+            self._resuming.cancel()
 
 
 def _not_upgraded(request: web.Request) -> errors.ApiError:

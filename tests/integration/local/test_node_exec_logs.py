@@ -4,6 +4,7 @@ follow, tail, the previous attempt, and the kubelet's refusals."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -186,3 +187,41 @@ def test_exec_with_the_python_client(
         tty=False,
     )
     assert out == "from py\n"
+
+
+def test_exec_over_spdy(
+    core: client.CoreV1Api,
+    api_client: client.ApiClient,
+    kubeconfig: str,
+    node: Node,
+    namespace: str,
+) -> None:
+    """kubectl 1.29 and older speak SPDY/3.1: the API server passes the upgrade to the node,
+    which serves it as the kubelet does."""
+    make_pod(core, namespace, "old", node, container("main", SLEEPER), restart="Always")
+    wait_pod(api_client, namespace, "old", running)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["KUBECTL_REMOTE_COMMAND_WEBSOCKETS"] = "false"
+    command = ["sh", "-c", "cat; echo bye >&2; exit 5"]
+    out = subprocess.run(
+        [
+            "kubectl",
+            "--kubeconfig",
+            kubeconfig,
+            "exec",
+            "-i",
+            "-n",
+            namespace,
+            "old",
+            "--",
+            *command,
+        ],
+        input="typed\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert out.returncode == 5, out.stderr
+    assert out.stdout == "typed\n"
+    assert "bye\n" in out.stderr
