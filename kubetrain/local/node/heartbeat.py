@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from kubetrain import __version__, _aio, kube
+from kubetrain import __version__, _aio, api, kube
 from kubetrain.local.node import settings as node_settings
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,6 @@ CONDITIONS: Final = (
     (READY, "KubeletReady", "kubelet is posting ready status"),
 )
 OWN_TYPES: Final = frozenset(kind for kind, _, _ in CONDITIONS)
-STATUS_FIELDS: Final = ("capacity", "allocatable", "conditions", "addresses", "daemonEndpoints")
 
 
 def now() -> datetime:
@@ -182,13 +181,27 @@ def _without_heartbeats(conditions_: Any) -> list[Any]:
     return sorted(out, key=lambda c: str(c.get("type")) if isinstance(c, Mapping) else "")
 
 
+def _amounts(resources: Any) -> dict[str, Any]:
+    """Resource quantities by value: the API server writes ``1024Ki`` back as ``1Mi``."""
+    out: dict[str, Any] = {}
+    for name, quantity in (resources or {}).items():
+        try:
+            out[name] = api.parse_quantity(quantity)
+        except ValueError:
+            out[name] = quantity
+    return out
+
+
 def changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether posting ``new`` over ``old`` changes anything but heartbeat times (the
     kubelet's ``nodeStatusHasChanged``); only the fields the node writes are compared."""
     if _without_heartbeats(old.get("conditions")) != _without_heartbeats(new.get("conditions")):
         return True
-    for key in STATUS_FIELDS:
-        if key != "conditions" and old.get(key) != new.get(key):
+    for key in ("capacity", "allocatable"):
+        if _amounts(old.get(key)) != _amounts(new.get(key)):
+            return True
+    for key in ("addresses", "daemonEndpoints"):
+        if old.get(key) != new.get(key):
             return True
     info = old.get("nodeInfo") or {}
     return any(info.get(k) != v for k, v in (new.get("nodeInfo") or {}).items())

@@ -92,6 +92,8 @@ def test_only_heartbeat_times_are_no_change() -> None:
     first = heartbeat.node_status(identity(), {}, "T1")
     again = heartbeat.node_status(identity(), first, "T2")
     assert not heartbeat.changed(first, again)
+    as_written_back = {**first, "capacity": {**first["capacity"], "memory": "1Mi"}}
+    assert not heartbeat.changed(as_written_back, again)  # 1024Ki, in the server's words
     moved = heartbeat.node_status(identity(port=10251), first, "T2")
     assert heartbeat.changed(first, moved)
     lost = {**first, "conditions": [{**c, "status": "Unknown"} for c in first["conditions"]]}
