@@ -11,6 +11,9 @@ What it measures (every API call goes through kubetrain's own client, :mod:`kube
    are timed, one request each (p50 and max), and, for information, the same list in pages of
    500 as client-go's pager and kubectl fetch it. Client-side decoding is included: it is
    what a caller waits for; the footer shows how long decoding such a body takes on its own.
+   Where the server's processes are ours to read (the local one, and ``--real``'s), the
+   server's CPU time per list, whole and paged, is shown too: on a busy machine latencies
+   swing with what else runs, the CPU a list costs much less.
 3. **Watch fan-out**: 20 watchers (each its own client and connection) watch one namespace;
    one writer creates a Pod, then updates its annotations, alternately, at a steady rate. The
    writer stamps the time just before sending into an annotation; each watcher computes
@@ -343,8 +346,9 @@ def ms(seconds: float) -> float:
 
 
 async def bench_create(
-    kubeconfig: str, namespace: str, sizes: Sizes, clock: Clock, progress: Progress
+    target: Target, namespace: str, sizes: Sizes, clock: Clock, progress: Progress
 ) -> list[Figure]:
+    kubeconfig = target.kubeconfig
     figures = []
     for clients in (1, sizes.clients):
         progress(f"{sizes.creates:,} pod creates with {clients} client(s)")
@@ -404,21 +408,25 @@ async def timed_creates(
 
 
 async def bench_list(
-    kubeconfig: str, namespace: str, sizes: Sizes, clock: Clock, progress: Progress
+    target: Target, namespace: str, sizes: Sizes, clock: Clock, progress: Progress
 ) -> list[Figure]:
+    kubeconfig = target.kubeconfig
     progress(f"filling a namespace with {sizes.list_pods:,} pods ({sizes.clients} clients)")
     await fill(kubeconfig, namespace, sizes.list_pods, sizes.clients)
     async with open_clients(kubeconfig, 1) as (client,):
         body = await listed_body(client, namespace, sizes.list_pods)  # also a warm-up
         decoding = [timed_call(clock, kube_client.decode, body) for _ in range(DECODE_REPEATS)]
         progress(f"{sizes.lists} full lists of {sizes.list_pods:,} pods, then paged ones")
+        cpu_before = server_cpu_seconds(target)
         whole = [
             await timed(clock, client.list(PODS, namespace=namespace)) for _ in range(sizes.lists)
         ]
+        cpu_between = server_cpu_seconds(target)
         paged = [
             await timed(clock, client.list_all(PODS, namespace=namespace, page_size=LIST_PAGE_SIZE))
             for _ in range(sizes.lists)
         ]
+        cpu_after = server_cpu_seconds(target)
     goal = GOAL_LIST_MS if sizes.list_pods == GOAL_LIST_PODS else None
     what = f"list {sizes.list_pods:,} pods"
     detail = {
@@ -427,6 +435,19 @@ async def bench_list(
         "body_mb": len(body) / 1e6,
         "client_decode_p50_ms": ms(percentile(decoding, 50)),
     }
+    # The server's CPU time per list, where the server is ours to read: on a busy machine
+    # the latencies swing with what else runs, the CPU a list costs much less.
+    cpu: list[Figure] = []
+    if cpu_before is not None and cpu_between is not None and cpu_after is not None:
+        for key, label, spent in (
+            ("list_server_cpu", f"{what}, server CPU per list", cpu_between - cpu_before),
+            (
+                "list_paged_server_cpu",
+                f"{what} in pages of {LIST_PAGE_SIZE}, server CPU per list",
+                cpu_after - cpu_between,
+            ),
+        ):
+            cpu.append(Figure(key, label, "ms", ms(spent / sizes.lists), False, None, detail))
     return [
         Figure("list_p50", f"{what}, p50", "ms", ms(percentile(whole, 50)), False, goal, detail),
         Figure("list_max", f"{what}, max", "ms", ms(max(whole)), False, goal, detail),
@@ -439,6 +460,7 @@ async def bench_list(
             None,
             {**detail, "page_size": LIST_PAGE_SIZE},
         ),
+        *cpu,
     ]
 
 
@@ -494,8 +516,9 @@ class Watcher:
 
 
 async def bench_watch(
-    kubeconfig: str, namespace: str, sizes: Sizes, clock: Clock, progress: Progress
+    target: Target, namespace: str, sizes: Sizes, clock: Clock, progress: Progress
 ) -> list[Figure]:
+    kubeconfig = target.kubeconfig
     watchers = [Watcher() for _ in range(sizes.watchers)]
     async with (
         open_clients(kubeconfig, sizes.watchers + 1) as (writer, *readers),
@@ -602,7 +625,7 @@ async def wait_for_deliveries(watchers: list[Watcher], expected: int) -> int:
 
 # --- running the workloads against one server -------------------------------------------------
 
-Workload = Callable[[str, str, Sizes, Clock, Progress], Awaitable[list[Figure]]]
+Workload = Callable[[Target, str, Sizes, Clock, Progress], Awaitable[list[Figure]]]
 WORKLOAD_FUNCTIONS: dict[str, Workload] = {
     "create": bench_create,
     "list": bench_list,
@@ -639,7 +662,7 @@ async def run_workload(
         progress(f"{target.name} {name}: {message}")
 
     wall, cpu, server = clock(), time.process_time(), server_cpu_seconds(target)
-    figures = await WORKLOAD_FUNCTIONS[name](target.kubeconfig, namespace, sizes, clock, say)
+    figures = await WORKLOAD_FUNCTIONS[name](target, namespace, sizes, clock, say)
     server_after = server_cpu_seconds(target)
     server_used = None if server is None or server_after is None else server_after - server
     return figures, Usage(name, clock() - wall, time.process_time() - cpu, server_used)
