@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from kubetrain.local.apiserver import apply as ssa
-from kubetrain.local.apiserver import errors, resources, schema, store, strategies
+from kubetrain.local.apiserver import errors, gofmt, resources, schema, store, strategies
 
 Cause = strategies.Cause
 R = resources.Resource
@@ -41,6 +41,47 @@ def _get_path(obj: Mapping[str, Any], path: list[str]) -> Any:
 def _scale_paths(r: resources.Resource) -> Mapping[str, str]:
     version = r.extra.get("version") or {}
     return ((version.get("subresources") or {}).get("scale")) or {}
+
+
+def scale_causes(r: resources.Resource, obj: Mapping[str, Any]) -> list[Cause]:
+    """apiextensions' ValidateScaleSpec and ValidateScaleStatus: what the scale subresource's
+    paths hold must be an int32 replica count that is not negative, and a string selector."""
+    paths = _scale_paths(r)
+    causes: list[Cause] = []
+    for key in ("specReplicasPath", "statusReplicasPath"):
+        text = paths.get(key)
+        found, value = _lookup(obj, _path(text or ""))
+        if not text or not found:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            causes.append(_invalid(text, 0, _accessor_error(text, value, "int64")))
+        elif value < 0:
+            causes.append(_invalid(text, value, "should be a non-negative integer"))
+        elif value > _MAX_INT32:
+            causes.append(_invalid(text, value, f"should be less than or equal to {_MAX_INT32}"))
+    selector = paths.get("labelSelectorPath")
+    found, value = _lookup(obj, _path(selector or ""))
+    if selector and found and not isinstance(value, str):
+        causes.append(_invalid(selector, "", _accessor_error(selector, value, "string")))
+    return causes
+
+
+_MAX_INT32 = 2**31 - 1
+
+
+def _lookup(obj: Mapping[str, Any], path: list[str]) -> tuple[bool, Any]:
+    """(found, value) at ``path``, as ``unstructured.NestedFieldNoCopy``: null is found."""
+    cur: Any = obj
+    for part in path:
+        if not isinstance(cur, Mapping) or part not in cur:
+            return False, None
+        cur = cur[part]
+    return bool(path), cur
+
+
+def _accessor_error(path: str, value: Any, expected: str) -> str:
+    shown, kind = gofmt.go_v(value), gofmt.go_type(value)
+    return f"{path} accessor error: {shown} is of the type {kind}, expected {expected}"
 
 
 def scale_of(r: resources.Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -210,13 +251,14 @@ class CustomResourceStrategy(strategies.Strategy):
     """Custom resources: the CRD version's structural schema defaults, prunes and validates."""
 
     name_rule = staticmethod(strategies.path_segment)
+    own_field_labels = True  # a cluster-scoped one refuses metadata.namespace, as in kube
 
     def __init__(self, r: resources.Resource) -> None:
         self.resource = r
         version = r.extra.get("version") or {}
         self.schema = ((version.get("schema") or {}).get("openAPIV3Schema")) or {}
         crd_spec = (r.extra.get("crd") or {}).get("spec") or {}
-        self.selectable = frozenset(
+        self.extra_field_labels = frozenset(
             str(f.get("jsonPath", "")).lstrip(".")
             for f in version.get("selectableFields") or crd_spec.get("selectableFields") or []
             if isinstance(f, Mapping)
@@ -237,9 +279,6 @@ class CustomResourceStrategy(strategies.Strategy):
     def return_deleted(self, r: resources.Resource) -> bool:
         return True
 
-    def field_labels(self, r: resources.Resource) -> frozenset[str]:
-        return frozenset({"metadata.name", "metadata.namespace"}) | self.selectable
-
     def prune(self, r: R, obj: Obj) -> list[str]:
         removed = schema.prune_metadata(obj)
         if self.schema:
@@ -252,9 +291,11 @@ class CustomResourceStrategy(strategies.Strategy):
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
         causes = super().validate(r, obj, old, reg)
-        if causes or not self.schema:
+        if causes:
             return causes
-        return [dict(c) for c in schema.validate(obj, self.schema)]
+        if self.schema:
+            causes = [dict(c) for c in schema.validate(obj, self.schema)]
+        return causes + scale_causes(r, obj)
 
 
 class Cleanup:

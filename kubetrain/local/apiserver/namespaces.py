@@ -31,6 +31,7 @@ ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
 
 class NamespaceStrategy(strategies.Strategy):
     name_rule = staticmethod(strategies.dns1123_label)
+    own_field_labels = True
     extra_field_labels = frozenset({"status.phase"})
 
     def return_deleted(self, r: resources.Resource) -> bool:

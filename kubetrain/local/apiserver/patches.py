@@ -24,11 +24,12 @@ Error tree::
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
+
+from kubetrain.local.apiserver import gofmt
 
 
 class PatchError(ValueError):
@@ -142,18 +143,14 @@ def _apply_operation(document: Any, operation: dict[str, Any]) -> Any:
             return value
         parent, token = _parent(document, path, op)
         if isinstance(parent, dict):
-            if token not in parent:
-                raise PatchError(
-                    f"replace operation does not apply: doc is missing key: {_show(path)}"
-                )
-            parent[token] = value
+            parent[token] = value  # a missing key reads as null: kube sets it (see _get_value)
         else:
             parent[_index(parent, token, path, op, allow_end=False)] = value
         return document
     if op in ("move", "copy"):
         source = _pointer(operation, "from")
         path = _pointer(operation, "path")
-        value = _get(document, source)
+        value = _get_value(document, source)
         if value is _MISSING:
             shown = _show(source)
             raise PatchError(f"{op} operation does not apply: doc is missing from path: {shown}")
@@ -172,7 +169,7 @@ def _apply_operation(document: Any, operation: dict[str, Any]) -> Any:
     if op == "test":
         path = _pointer(operation, "path")
         expected = _value(operation)
-        actual = _get(document, path)
+        actual = _get_value(document, path)
         if actual is _MISSING:
             raise PatchError(f"test operation does not apply: is missing path: {_show(path)}")
         if not _json_equal(actual, expected):
@@ -241,6 +238,18 @@ def _get(document: Any, path: list[str]) -> Any:
         else:
             return _MISSING
     return node
+
+
+def _get_value(document: Any, path: list[str]) -> Any:
+    """The value an operation reads at ``path``, as kube's JSON patch library reads it: a key
+    missing from an object that exists is null (so ``replace`` adds it, ``copy`` copies null
+    and ``test`` against null passes), while a missing object or list item is missing."""
+    if not path:
+        return document
+    parent = _get(document, path[:-1])
+    if isinstance(parent, dict):
+        return parent.get(path[-1])
+    return _get(parent, path[-1:]) if isinstance(parent, list) else _MISSING
 
 
 def _missing_path(op: str, path: list[str]) -> PatchError:
@@ -386,7 +395,9 @@ _RETAIN_KEYS = "$retainKeys"
 _DELETE_FROM = "$deleteFromPrimitiveList"
 _SET_ORDER = "$setElementOrder"
 
-_MAP = "map[string]interface {}"  # the Go type of a decoded JSON object, as kube names it
+_MAP = gofmt.GO_MAP
+_go = gofmt.go_v  # values and types in messages, as Go prints them
+_go_type = gofmt.go_type
 
 _ERR_RETAIN_KEYS = "invalid patch format of retainKeys"
 _ERR_PRIMITIVE_LIST = "invalid patch format of primitive list"
@@ -413,40 +424,6 @@ def strategic_merge_patch(
     if not isinstance(patch, dict):
         raise PatchFormatError("a strategic merge patch must be a JSON object")
     return _StrategicMerge(table).merge_map(_clone(target), _clone(patch), ())
-
-
-def _go(value: Any) -> str:
-    """A value as Go's %v prints the decoded JSON, so messages read like kube's."""
-    if value is None:
-        return "<nil>"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) < 1e21:
-            return str(int(value))
-        return repr(value) if math.isfinite(value) else str(value)
-    if isinstance(value, dict):
-        return "map[" + " ".join(f"{key}:{_go(value[key])}" for key in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go(item) for item in value) + "]"
-    return str(value)
-
-
-def _go_type(value: Any) -> str:
-    """The Go type a decoded JSON value has in kube (integers decode as int64)."""
-    if value is None:
-        return "<nil>"
-    for python_type, go_type in (
-        (bool, "bool"),
-        (int, "int64"),
-        (float, "float64"),
-        (str, "string"),
-        (dict, _MAP),
-        (list, "[]interface {}"),
-    ):
-        if isinstance(value, python_type):
-            return go_type
-    return type(value).__name__
 
 
 def _expected(expected: str, value: Any) -> PatchError:

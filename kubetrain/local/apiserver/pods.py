@@ -124,6 +124,7 @@ def _qos_class(spec: Mapping[str, Any]) -> str:
 
 
 class PodStrategy(strategies.Strategy):
+    own_field_labels = True
     extra_field_labels = POD_FIELD_LABELS
 
     def serializes_creates(self, reg: Any, namespace: str) -> bool:

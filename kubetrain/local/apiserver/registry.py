@@ -98,6 +98,7 @@ def builtin_strategies() -> dict[str, strat.Strategy]:
         "pods": pods.PodStrategy(),
         "services": services.ServiceStrategy(),
         "persistentvolumeclaims": claims.PersistentVolumeClaimStrategy(),
+        "persistentvolumes": claims.PersistentVolumeStrategy(),
         "configmaps": strat.ConfigMapStrategy(),
         "secrets": strat.SecretStrategy(),
         "events": strat.EventStrategy(),
@@ -338,10 +339,11 @@ class Registry:
         except selectors.SelectorError as exc:
             raise errors.bad_request(str(exc)) from exc
         if fields is not None:
-            supported = self.strategy(r).field_labels(r)
+            strategy = self.strategy(r)
+            supported = strategy.field_labels(r)
             for name in sorted(fields.fields):
                 if name not in supported:
-                    raise errors.bad_request(f"field label not supported: {name}")
+                    raise errors.bad_request(strategy.unsupported_field_label(r, name))
         if labels is None and fields is None:
             return None
 
@@ -439,6 +441,8 @@ class Registry:
         self, r: resources.Resource, body: Any, namespace: str | None, *, kind: str = ""
     ) -> dict[str, Any]:
         kind = kind or r.kind
+        if body is None and not r.custom:
+            body = {}  # kube's typed decoders read null as an empty object (unstructured: no)
         if not isinstance(body, dict):
             raise errors.bad_request(
                 f"the object provided is unrecognized (must be of type {kind}): "
@@ -720,11 +724,15 @@ class Registry:
             return await self._update_scale(r, namespace, name, lambda _: body, opts)
         obj = self.decode_object(r, body, namespace)
         given = obj["metadata"].get("name")
-        if given and given != name:
+        if not given:
+            raise errors.bad_request(
+                f"the name of the object ({name} based on URL) was undeterminable: "
+                "name must be provided"
+            )
+        if given != name:
             raise errors.bad_request(
                 f"the name of the object ({given}) does not match the name on the URL ({name})"
             )
-        obj["metadata"]["name"] = name
         rv_text = obj["metadata"].get("resourceVersion") or ""
         expect = _parse_rv(rv_text) if rv_text else None
         strategy = self.strategy(r)
@@ -794,9 +802,7 @@ class Registry:
         subresource: str,
     ) -> Result:
         if not opts.field_manager:
-            raise errors.bad_request(
-                "PATCH requests with apply-patch+yaml must have a fieldManager"
-            )
+            raise errors.invalid("meta.k8s.io", "PatchOptions", "", [apply_needs_a_field_manager()])
         config = self.decode_object(r, config, namespace)
         given = config["metadata"].get("name")
         if given and given != name:
@@ -1331,6 +1337,11 @@ def _decode_continue(token: str) -> tuple[int, tuple[str, str]]:
 
 def _too_large(r: resources.Resource, exc: store.TooLarge) -> errors.ApiError:
     return errors.object_too_large(r.group, r.plural, exc.key.name, exc.size, exc.limit)
+
+
+def apply_needs_a_field_manager() -> dict[str, str]:
+    """The cause of kube's 422 for an apply without ``fieldManager`` (PatchOptions)."""
+    return errors.field_error("Required value", "fieldManager", "is required for apply patch")
 
 
 def too_deep(what: str = "the request body", limit: int = MAX_DEPTH) -> errors.ApiError:

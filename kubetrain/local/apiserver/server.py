@@ -35,6 +35,7 @@ from aiohttp import payload, web
 from kubetrain.local.apiserver import (
     discovery,
     errors,
+    gofmt,
     metrics,
     nodeproxy,
     openapi,
@@ -373,8 +374,8 @@ class ApiServer:
         namespace = target.namespace if r.namespaced else None
         is_watch = target.watch_path or _flag(query.get("watch"))
         reg = self.registry
-        opts = _write_options(request)
         verb = _verb(method, target, is_watch)
+        opts = _write_options(request, verb)
         allowed = (
             r.subresource(target.subresource).verbs if target.subresource else r.verbs  # type: ignore[union-attr]
         )
@@ -508,6 +509,8 @@ class ApiServer:
         options: dict[str, Any] = {}
         if raw.strip():
             body = decode_body(raw, JSON)
+            if body is None:
+                body = {}  # null: no options, as kube's decoder reads it
             if not isinstance(body, dict):
                 raise errors.bad_request("the body of a delete must be a DeleteOptions object")
             options.update(body)
@@ -752,23 +755,29 @@ def _list_options(query: Mapping[str, str]) -> registry.ListOptions:
     )
 
 
-def _write_options(request: web.Request) -> registry.Options:
+# The options object kube decodes a write's query parameters into, by verb.
+_OPTIONS_KINDS = {
+    "create": "CreateOptions",
+    "update": "UpdateOptions",
+    "patch": "PatchOptions",
+    "delete": "DeleteOptions",
+    "deletecollection": "DeleteOptions",
+}
+
+
+def _write_options(request: web.Request, verb: str) -> registry.Options:
+    """The write options of the query, validated as kube validates the verb's options object:
+    every problem at once, in a 422 naming it (``CreateOptions.meta.k8s.io "" is invalid``).
+    Reads ignore them, as kube's do."""
     query = request.query
     dry_run = query.getall("dryRun", [])
-    for value in dry_run:
-        if value != "All":
-            raise errors.bad_request(
-                f'dryRun: Unsupported value: "{value}": supported values: "All"'
-            )
     validation = query.get("fieldValidation", "")
-    if validation and validation not in ("Strict", "Warn", "Ignore"):
-        raise errors.bad_request(
-            f'fieldValidation: Unsupported value: "{validation}": supported values: '
-            '"Ignore", "Strict", "Warn"'
-        )
     manager = query.get("fieldManager", "")
-    if len(manager) > 128:
-        raise errors.bad_request("fieldManager: Too long: must have at most 128 bytes")
+    kind = _OPTIONS_KINDS.get(verb)
+    if kind is not None:
+        causes = _options_causes(kind, request, dry_run, validation, manager)
+        if causes:
+            raise errors.invalid("meta.k8s.io", kind, "", causes)
     return registry.Options(
         dry_run=bool(dry_run),
         field_manager=manager,
@@ -776,6 +785,67 @@ def _write_options(request: web.Request) -> registry.Options:
         force=_flag(query.get("force")),
         user_agent=request.headers.get("User-Agent", ""),
     )
+
+
+def _options_causes(
+    kind: str, request: web.Request, dry_run: list[str], validation: str, manager: str
+) -> list[dict[str, str]]:
+    """kube's ``Validate{Create,Update,Patch,Delete}Options``, in its order: what the patch
+    type requires (force only with an apply, which needs a fieldManager), fieldManager,
+    dryRun, fieldValidation."""
+    causes = []
+    if kind == "PatchOptions":
+        patch_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+        if patch_type not in registry.PATCH_TYPES:
+            return []  # kube refuses the content type first: the registry's 415
+        if patch_type != registry.APPLY_PATCH and "force" in request.query:
+            forbidden = "may not be specified for non-apply patch"
+            causes.append(errors.field_error("Forbidden", "force", forbidden))
+        if patch_type == registry.APPLY_PATCH and not manager:
+            causes.append(registry.apply_needs_a_field_manager())
+    if kind != "DeleteOptions":
+        if len(manager.encode()) > 128:
+            causes.append(
+                errors.field_error("Too long", "fieldManager", "must have at most 128 bytes")
+            )
+        else:
+            causes += _manager_characters(manager)
+    if any(value != "All" for value in dry_run):
+        shown = ", ".join(gofmt.go_quote(value) for value in dry_run)
+        causes.append(
+            errors.cause(
+                "Unsupported value",
+                "dryRun",
+                f'Unsupported value: []string{{{shown}}}: supported values: "All"',
+            )
+        )
+    if kind != "DeleteOptions" and validation not in ("", "Ignore", "Strict", "Warn"):
+        causes.append(
+            errors.cause(
+                "Unsupported value",
+                "fieldValidation",
+                f"Unsupported value: {gofmt.go_quote(validation)}: "
+                'supported values: "", "Ignore", "Strict", "Warn"',
+            )
+        )
+    return causes
+
+
+def _manager_characters(manager: str) -> list[dict[str, str]]:
+    """A fieldManager holds printable characters only; kube names the first other one."""
+    position = 0
+    for ch in manager:
+        if not ch.isprintable():
+            detail = f"invalid character U+{ord(ch):04X} (at position {position})"
+            return [
+                errors.cause(
+                    "Invalid value",
+                    "fieldManager",
+                    f"Invalid value: {gofmt.go_quote(manager)}: {detail}",
+                )
+            ]
+        position += len(ch.encode())
+    return []
 
 
 async def serve(

@@ -192,8 +192,9 @@ def _with_rv(obj: dict[str, Any], rv: int) -> dict[str, Any]:
     return obj
 
 
-def _retagged(item: Item, rv: int) -> Item:
-    """A copy of ``item`` carrying another resourceVersion (the deletion's)."""
+def retagged(item: Item, rv: int) -> Item:
+    """A copy of ``item`` carrying another resourceVersion (a deletion's, or that of the
+    change that took an object out of a watch's selection)."""
     obj = dict(item.obj)
     obj["metadata"] = {**item.obj.get("metadata", {}), "resourceVersion": str(rv)}
     return Item(item.key, rv, obj, encode(obj))
@@ -526,7 +527,7 @@ class Store:
             rv += 1
             if write.op == "delete":
                 assert current is not None
-                event = Event(DELETED, _retagged(current, rv), current)
+                event = Event(DELETED, retagged(current, rv), current)
                 staged[write.key] = None
             else:
                 obj = _with_rv(write.obj or {}, rv)

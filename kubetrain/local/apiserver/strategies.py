@@ -217,12 +217,20 @@ def _owner_reference_causes(owners: Any) -> list[Cause]:
 SubresourceHandler = Callable[..., Awaitable[Any]]
 
 
+DEFAULT_FIELD_LABELS = frozenset({"metadata.name", "metadata.namespace"})
+
+
 class Strategy:
     """What kube's generic registry does for a resource without special rules."""
 
     name_rule: Callable[[str], list[str]] = staticmethod(dns1123_subdomain)
     status_reset_on_create = True
     generation = False
+    # kube gives a few kinds a field-label conversion of their own (pods, secrets, events,
+    # nodes, namespaces; every custom resource): those know metadata.name, metadata.namespace
+    # where namespaced, and their extra labels. Every other kind takes the default conversion,
+    # which knows metadata.name and metadata.namespace whatever its scope.
+    own_field_labels = False
     extra_field_labels: frozenset[str] = frozenset()
 
     def uses_generation(self, r: resources.Resource) -> bool:
@@ -243,8 +251,17 @@ class Strategy:
         return False
 
     def field_labels(self, r: resources.Resource) -> frozenset[str]:
-        base = {"metadata.name", "metadata.namespace"} if r.namespaced else {"metadata.name"}
-        return frozenset(base) | self.extra_field_labels
+        if not self.own_field_labels:
+            return DEFAULT_FIELD_LABELS
+        base = DEFAULT_FIELD_LABELS if r.namespaced else frozenset({"metadata.name"})
+        return base | self.extra_field_labels
+
+    def unsupported_field_label(self, r: resources.Resource, name: str) -> str:
+        """The 400's message for a field selector on ``name``, in the words of the kind's
+        conversion (see :attr:`own_field_labels`)."""
+        if self.own_field_labels:
+            return f"field label not supported: {name}"
+        return f'"{name}" is not a known field selector: only "metadata.name", "metadata.namespace"'
 
     def prune(self, r: resources.Resource, obj: dict[str, Any]) -> list[str]:
         """Remove fields the type does not have, as kube's typed decoder does; return their
@@ -348,6 +365,7 @@ class ConfigMapStrategy(Strategy):
 
 
 class SecretStrategy(ConfigMapStrategy):
+    own_field_labels = True
     extra_field_labels = frozenset({"type"})
 
     def prepare_for_create(self, r: R, obj: Obj, reg: Any) -> None:
@@ -401,6 +419,7 @@ class PriorityClassStrategy(Strategy):
 
 
 class EventStrategy(Strategy):
+    own_field_labels = True
     extra_field_labels = frozenset(
         {
             "involvedObject.kind",
@@ -425,6 +444,7 @@ class EventStrategy(Strategy):
 
 
 class NodeStrategy(Strategy):
+    own_field_labels = True
     extra_field_labels = frozenset({"spec.unschedulable"})
     status_reset_on_create = False  # a kubelet registers its Node with capacity and addresses
 

@@ -13,7 +13,8 @@ Semantics follow kube-apiserver's watch cache:
 - ``since=N``: every event after N from the event log, then live events; :class:`store.TooOld`
   when N was compacted (the server answers with an ERROR event carrying a 410 Status).
 - With a selector, an object that stops matching arrives as DELETED and one that starts
-  matching as ADDED, as kube's cacheWatcher does.
+  matching as ADDED, as kube's cacheWatcher does; the DELETED carries the object as it was
+  before the change (still matching), with the change's resourceVersion.
 - Bookmarks (``allowWatchBookmarks``) carry only a resourceVersion; :func:`stream` sends one
   periodically while the watcher is idle, and one before a watch ends at ``timeoutSeconds``.
 
@@ -115,8 +116,9 @@ class Watcher:
             return Change(store.MODIFIED, event.item)
         if now:
             return Change(store.ADDED, event.item)
-        if before:
-            return Change(store.DELETED, event.item)
+        if before:  # as kube's cacheWatcher: the object as it was, at the change's version
+            gone = event.item if event.prev is None else store.retagged(event.prev, event.rv)
+            return Change(store.DELETED, gone)
         return None
 
     async def next(self, timeout: float | None) -> Change | Bookmark | None:

@@ -158,6 +158,26 @@ def test_merge_patch_follows_rfc_7386_appendix_a(target: Any, patch: Any, expect
             id="a slash is escaped as tilde one",
         ),
         pytest.param({"a": 1}, [{"op": "replace", "path": "", "value": [1]}], [1], id="root"),
+        # kube's JSON patch library reads a key missing from an object as null, against the
+        # RFC: replacing it adds it, copying it copies null, and it tests equal to null.
+        pytest.param(
+            {"a": 1},
+            [{"op": "replace", "path": "/b", "value": 2}],
+            {"a": 1, "b": 2},
+            id="replacing a missing member adds it, as kube does",
+        ),
+        pytest.param(
+            {"a": 1},
+            [{"op": "copy", "from": "/x", "path": "/y"}],
+            {"a": 1, "y": None},
+            id="copying a missing member copies null, as kube does",
+        ),
+        pytest.param(
+            {"a": 1},
+            [{"op": "test", "path": "/b", "value": None}],
+            {"a": 1},
+            id="a missing member tests equal to null, as kube does",
+        ),
         pytest.param({"a": 1}, [], {"a": 1}, id="an empty patch changes nothing"),
         pytest.param(
             {"a": [1, 2]},
@@ -230,9 +250,15 @@ def test_json_patch_applies_rfc_6902_operations(
         ),
         pytest.param(
             {"a": 1},
-            [{"op": "test", "path": "/b", "value": None}],
-            "test operation does not apply: is missing path: /b",
-            id="testing a missing member for null fails",
+            [{"op": "test", "path": "/b", "value": 2}],
+            "testing value /b failed: test failed",
+            id="a missing member is null, not a value",
+        ),
+        pytest.param(
+            {"a": 1},
+            [{"op": "test", "path": "/b/c", "value": None}],
+            "test operation does not apply: is missing path: /b/c",
+            id="testing a member of a missing object fails",
         ),
         pytest.param(
             {"a": 1},
@@ -242,9 +268,16 @@ def test_json_patch_applies_rfc_6902_operations(
         ),
         pytest.param(
             {"a": 1},
-            [{"op": "replace", "path": "/b", "value": 2}],
-            "replace operation does not apply: doc is missing key: /b",
-            id="replacing a missing member",
+            [{"op": "replace", "path": "/b/c", "value": 2}],
+            'replace operation does not apply: doc is missing path: "/b/c": missing value',
+            id="replacing a member of a missing object",
+        ),
+        pytest.param(
+            {"a": [1]},
+            [{"op": "replace", "path": "/a/1", "value": 2}],
+            "replace operation does not apply: /a/1: "
+            "Unable to access invalid index: 1: invalid index referenced",
+            id="replacing past the end of a list",
         ),
         pytest.param(
             {"a": [1]},
@@ -273,9 +306,15 @@ def test_json_patch_applies_rfc_6902_operations(
         ),
         pytest.param(
             {"a": 1},
-            [{"op": "copy", "from": "/x", "path": "/y"}],
-            "copy operation does not apply: doc is missing from path: /x",
-            id="copying a missing value",
+            [{"op": "copy", "from": "/x/y", "path": "/y"}],
+            "copy operation does not apply: doc is missing from path: /x/y",
+            id="copying from a missing object",
+        ),
+        pytest.param(
+            {"a": 1},
+            [{"op": "move", "from": "/x", "path": "/y"}],
+            'move operation does not apply: doc is missing path: "/x": missing value',
+            id="moving a missing member",
         ),
         pytest.param(
             {"a": 1},

@@ -93,6 +93,27 @@ def test_selector_transitions_become_added_and_deleted() -> None:
     assert run(body) == [("ADDED", "a"), ("MODIFIED", "a"), ("DELETED", "a")]
 
 
+def test_leaving_the_selection_shows_the_object_as_it_was_at_the_changes_version() -> None:
+    """As kube's cacheWatcher: the last state the watcher was shown, still matching."""
+
+    def picked(o: Any) -> bool:
+        return (o.get("metadata") or {}).get("labels", {}).get("pick") == "yes"
+
+    async def body(db: store.Store, hub: watch.Hub) -> tuple[store.Item, int]:
+        a = await db.create(key("a"), obj("a", {"pick": "yes"}))
+        watcher = hub.open("configmaps", "ns", picked, since=db.resource_version)
+        a = await db.update(key("a"), obj("a", {"pick": "no"}), a.rv)
+        change = await watcher.next(1.0)
+        assert isinstance(change, watch.Change)
+        assert change.type == "DELETED"
+        return change.item, a.rv
+
+    shown, changed_at = run(body)
+    assert shown.obj["metadata"]["labels"] == {"pick": "yes"}
+    assert shown.rv == changed_at
+    assert shown.obj["metadata"]["resourceVersion"] == str(changed_at)
+
+
 def test_a_compacted_version_is_too_old() -> None:
     async def body(db: store.Store, hub: watch.Hub) -> None:
         for i in range(200):
