@@ -29,6 +29,9 @@ CRDS = kube.Resource(
 )
 HOLD = "example.com/hold"  # a finalizer nothing removes but the test itself
 DEADLINE = 30.0
+# kube's garbage collector learns a new resource from discovery, which it resyncs every 30 s,
+# and retries with back-off what it could not resolve until then: about a minute at worst
+NEW_RESOURCE_DEADLINE = 120.0
 
 
 def run(coro: Awaitable[T]) -> T:
@@ -192,3 +195,27 @@ def widget(
     body = configmap(name, *owners, finalizers=finalizers)
     del body["data"]
     return {**body, "apiVersion": resource.api_version, "kind": "Widget", "spec": {"size": 1}}
+
+
+async def wait_collected(client: kube.Client, resource: kube.Resource) -> None:
+    """Wait until the garbage collector collects objects of ``resource`` (a new CRD's): an
+    owner goes, and its dependent of that resource follows, within
+    :data:`NEW_RESOURCE_DEADLINE`. Until then a collector that does not yet watch the
+    resource neither collects nor orphans its objects."""
+    ns = await new_namespace(client)
+    try:
+        owner = await create(client, ns, configmap("owner"))
+        await create(client, ns, widget(resource, "dependent", ref(owner)), resource)
+        await client.delete(CONFIGMAPS, "owner", namespace=ns, propagation_policy="Background")
+
+        async def collected() -> bool:
+            return await fetch(client, ns, "dependent", resource) is None
+
+        await eventually(
+            collected,
+            f"the garbage collector collects {resource.group_resource}",
+            timeout=NEW_RESOURCE_DEADLINE,
+        )
+    finally:
+        with contextlib.suppress(kube.NotFound):
+            await client.delete(NAMESPACES, ns)

@@ -40,6 +40,7 @@ from tests.apiserver.cascade import (
     ref,
     release,
     run,
+    wait_collected,
     wait_deleting,
     wait_gone,
     widget,
@@ -270,9 +271,16 @@ async def _with_client(kubeconfig: str, scenario: Scenario, namespace: str) -> N
 
 @pytest.fixture(scope="module")
 def widgets(kubeconfig: str) -> Iterator[kube.Resource]:
+    """A new CRD, once the garbage collector collects its objects (kube's learns of it within
+    about a minute): the scenarios test collection, not that delay."""
+
     async def make() -> kube.Resource:
         async with await kube.Client.from_kubeconfig(kubeconfig) as client:
             return await create_widget_crd(client)
+
+    async def collected(resource: kube.Resource) -> None:
+        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
+            await wait_collected(client, resource)
 
     async def remove(resource: kube.Resource) -> None:
         async with await kube.Client.from_kubeconfig(kubeconfig) as client:
@@ -280,6 +288,7 @@ def widgets(kubeconfig: str) -> Iterator[kube.Resource]:
 
     resource = run(make())
     try:
+        run(collected(resource))
         yield resource
     finally:
         run(remove(resource))

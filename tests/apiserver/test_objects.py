@@ -5,6 +5,7 @@ optimistic concurrency (409 on a stale resourceVersion); dryRun; error Status bo
 from __future__ import annotations
 
 import json
+import secrets
 
 import pytest
 from kubernetes import client
@@ -317,10 +318,47 @@ def test_list_with_a_field_selector_on_name(core: client.CoreV1Api, namespace: s
 
 
 def test_an_unsupported_field_selector_is_400(core: client.CoreV1Api, namespace: str) -> None:
+    """Worded by the kind's field-label conversion: the default one (ConfigMaps) lists what
+    it knows; a kind with its own (Pods) names the label alone."""
     with pytest.raises(ApiException) as info:
         core.list_namespaced_config_map(namespace, field_selector="data.k=v")
     assert info.value.status == 400
-    assert "field label not supported: data.k" in status_of(info.value)["message"]
+    assert status_of(info.value)["message"] == (
+        '"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"'
+    )
+    with pytest.raises(ApiException) as info:
+        core.list_namespaced_pod(namespace, field_selector="spec.k=v")
+    assert info.value.status == 400
+    assert status_of(info.value)["message"] == "field label not supported: spec.k"
+
+
+def test_cluster_scoped_kinds_take_a_namespace_field_selector_as_their_conversion_says(
+    api_client: client.ApiClient,
+) -> None:
+    """The default conversion knows metadata.namespace even for a cluster-scoped kind (it is
+    empty there); a kind with a conversion of its own, custom resources included, refuses it."""
+    scheduling = client.SchedulingV1Api(api_client)
+    name = f"kt-{secrets.token_hex(4)}"
+    scheduling.create_priority_class({"metadata": {"name": name}, "value": 7})
+    try:
+        listed = scheduling.list_priority_class(field_selector="metadata.namespace=")
+        assert name in {c.metadata.name for c in listed.items}
+        assert scheduling.list_priority_class(field_selector="metadata.namespace=x").items == []
+    finally:
+        scheduling.delete_priority_class(name)
+    with pytest.raises(ApiException) as info:
+        client.CoreV1Api(api_client).list_node(field_selector="metadata.namespace=x")
+    assert info.value.status == 400
+    assert status_of(info.value)["message"] == "field label not supported: metadata.namespace"
+    with pytest.raises(ApiException) as info:
+        client.CustomObjectsApi(api_client).list_cluster_custom_object(
+            "trainer.kubeflow.org",
+            "v1alpha1",
+            "clustertrainingruntimes",
+            field_selector="metadata.namespace=x",
+        )
+    assert info.value.status == 400
+    assert status_of(info.value)["message"] == "field label not supported: metadata.namespace"
 
 
 def test_pods_support_the_field_selectors_controllers_use(

@@ -15,6 +15,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.apiserver.conftest import LOCAL
+
 
 def configmap(name: str, **meta: Any) -> dict:
     return {"metadata": {"name": name, **meta}, "data": {"k": "v"}}
@@ -144,9 +146,18 @@ def test_live_events_arrive_while_the_watch_is_open(
 
 
 def test_a_compacted_resource_version_is_410_gone_as_an_error_event(
-    api_client: client.ApiClient, namespace: str
+    api_client: client.ApiClient, namespace: str, target: str
 ) -> None:
     got = events(api_client, namespace, resourceVersion="1", timeoutSeconds=1)
+    if target != LOCAL and got[0]["type"] != "ERROR":
+        # kube-apiserver's watch cache keeps every event since it started until its buffer
+        # wraps (it grows with the event rate): on a young cluster version 1 is not gone yet,
+        # and the watch replays from it
+        assert {e["type"] for e in got} <= {"ADDED", "MODIFIED", "DELETED"}
+        versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in got]
+        assert versions == sorted(versions)
+        assert versions[0] > 1
+        return
     assert len(got) == 1
     assert got[0]["type"] == "ERROR"
     status = got[0]["object"]
@@ -159,20 +170,38 @@ def test_a_compacted_resource_version_is_410_gone_as_an_error_event(
 def test_bookmarks_are_sent_when_asked_for_and_carry_only_a_resource_version(
     api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
 ) -> None:
+    """A bookmark tells a watcher how far the server has got when nothing it watches changed.
+
+    kube-apiserver's watch cache sends one about 2 s before ``timeoutSeconds`` ends the watch
+    (and about every minute), and only once the resource changed after the version the watch
+    started from (a watch without a version is served by etcd and gets none); the local
+    server sends one as the watch ends, and every minute while idle. So: a watch from a
+    version, a change it does not see, and a timeout the real server's bookmark fits in."""
     start = core.list_namespaced_config_map(namespace).metadata.resource_version
-    core.create_namespaced_config_map(namespace, configmap("b"))
-    got = events(
-        api_client, namespace, resourceVersion=start, timeoutSeconds=2, allowWatchBookmarks=True
-    )
-    assert got[0]["type"] == "ADDED"
-    bookmarks = [e for e in got if e["type"] == "BOOKMARK"]
-    assert bookmarks, "a watch that ends at its timeout sends a bookmark"
-    last = bookmarks[-1]["object"]
-    assert last["kind"] == "ConfigMap"
-    assert set(last["metadata"]) <= {"resourceVersion", "creationTimestamp", "annotations"}
-    assert int(last["metadata"]["resourceVersion"]) >= int(
-        got[0]["object"]["metadata"]["resourceVersion"]
-    )
+    core.create_namespaced_config_map(namespace, configmap("b", labels={"pick": "me"}))
+    got: list[dict[str, Any]] = []
+    unseen = ""
+    for event in raw_watch(
+        api_client,
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        resourceVersion=start,
+        timeoutSeconds=8,
+        allowWatchBookmarks=True,
+        labelSelector="pick=me",
+    ):
+        got.append(event)
+        if len(got) == 1:  # the watch is open: change what it does not select
+            unseen = core.create_namespaced_config_map(
+                namespace, configmap("not-picked")
+            ).metadata.resource_version
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in got[:1]] == [("ADDED", "b")]
+    bookmarks = [e["object"] for e in got if e["type"] == "BOOKMARK"]
+    assert bookmarks, "a bookmark comes before the watch ends"
+    assert all(e["type"] == "BOOKMARK" for e in got[1:]), "the unselected object never shows"
+    for bookmark in bookmarks:
+        assert bookmark["kind"] == "ConfigMap"
+        assert set(bookmark["metadata"]) <= {"resourceVersion", "creationTimestamp"}
+    assert int(bookmarks[-1]["metadata"]["resourceVersion"]) >= int(unseen)
 
 
 def test_no_bookmarks_unless_asked(
@@ -201,7 +230,13 @@ def test_a_selector_watch_sees_objects_enter_and_leave_the_selection(
         api_client, namespace, resourceVersion=start, timeoutSeconds=1, labelSelector="pick=me"
     )
     assert [e["type"] for e in got] == ["ADDED", "MODIFIED", "DELETED"]
-    assert got[-1]["object"]["metadata"].get("labels", {}) == {}
+    # kube's cacheWatcher: the object as the watcher last saw it (still selected), at the
+    # version of the change that took it out
+    left = got[-1]["object"]
+    assert left["metadata"]["labels"] == {"pick": "me"}
+    assert left["data"] == {"k": "2"}
+    now = core.read_namespaced_config_map("s", namespace).metadata.resource_version
+    assert left["metadata"]["resourceVersion"] == now
 
 
 def test_the_official_client_watch_helper_works(core: client.CoreV1Api, namespace: str) -> None:
@@ -218,8 +253,11 @@ def test_the_official_client_watch_helper_works(core: client.CoreV1Api, namespac
 
 @pytest.mark.parametrize("value", ["abc", "-5"])
 def test_a_malformed_resource_version_is_400(
-    api_client: client.ApiClient, namespace: str, value: str
+    api_client: client.ApiClient, namespace: str, value: str, target: str
 ) -> None:
     with pytest.raises(ApiException) as info:
         events(api_client, namespace, resourceVersion=value, timeoutSeconds=1)
-    assert info.value.status == 400
+    if target == LOCAL:
+        assert info.value.status == 400
+    else:  # kube-apiserver answers 500 here, a defect (strconv.ParseUint: invalid syntax)
+        assert info.value.status >= 400
