@@ -16,7 +16,7 @@ What is left out, and why:
 
 Generation is steered towards requests that get past the first check: half the time a case
 names one of two objects kept in place (a create: one of two new names), leaves out the query
-parameters (most random values of ``dryRun`` or ``fieldValidation`` are a 400 at once), and
+parameters (most random values of ``dryRun`` or ``fieldValidation`` are a 422 at once), and
 gives its body just the metadata of the object its path names, half of those also the fields
 of a valid object (the generated body's other fields stay). Both positive and negative data
 (schema-violating, from schemathesis's negative mode) are sent; the budget is fixed
