@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,8 +57,18 @@ def _install_crds(plane: envtest.ControlPlane) -> None:
             pytest.fail(f"kubectl {' '.join(args)}: {result.stderr}")
 
 
+# The session's one plane. Each conftest that imports the fixture registers a fixture of its own
+# (pytest keeps one instance per registration), so the plane is kept here: started by the first
+# that asks, stopped when the session ends, after every fixture that uses it.
+_started: dict[str, envtest.ControlPlane] = {}
+
+
 @pytest.fixture(scope="session")
-def real_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[envtest.ControlPlane]:
+def real_control_plane(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> envtest.ControlPlane:
+    if "plane" in _started:
+        return _started["plane"]
     try:
         assets = envtest.find_assets()
     except envtest.AssetsMissing as exc:
@@ -76,8 +85,7 @@ def real_control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[env
         plane.start()
     except RuntimeError as exc:
         pytest.fail(f"the real control plane did not start: {exc}")
-    try:
-        _install_crds(plane)
-        yield plane
-    finally:
-        plane.stop()
+    request.config.add_cleanup(plane.stop)
+    _install_crds(plane)
+    _started["plane"] = plane
+    return plane
