@@ -39,6 +39,7 @@ from kubetrain.local.apiserver import tls
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 START_TIMEOUT = 90.0  # seconds: kube-apiserver on 2 busy cores takes 5-20 s to be ready
 STOP_TIMEOUT = 20.0
+KUBECTL_TIMEOUT = 90.0
 ADMIN = "kubetrain-envtest-admin"
 KUBELET_CLIENT = "kube-apiserver-kubelet-client"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -103,7 +104,10 @@ class ControlPlane:
 
     ``controllers`` adds kube-controller-manager (garbage collector, namespaces, service
     accounts, node lifecycle ...), ``scheduler`` kube-scheduler. ``apiserver_flags`` and
-    ``controller_flags`` are appended to the defaults (a later flag wins)."""
+    ``controller_flags`` are appended to the defaults (a later flag wins). ``crds`` names
+    kustomize directories of CustomResourceDefinitions installed at start, as envtest's
+    ``CRDDirectoryPaths`` are, but the way users install them (``kubectl apply
+    --server-side -k``), and waited for until Established."""
 
     assets: Assets
     directory: Path
@@ -111,6 +115,7 @@ class ControlPlane:
     scheduler: bool = False
     apiserver_flags: Sequence[str] = ()
     controller_flags: Sequence[str] = ()
+    crds: Sequence[Path] = ()
     url: str = ""
     _processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
@@ -154,6 +159,10 @@ class ControlPlane:
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             self._start()
+            for directory in self.crds:
+                self.kubectl("apply", "--server-side", "-k", str(directory))
+            if self.crds:
+                self.kubectl("wait", "--for=condition=Established", "crd", "--all")
         except BaseException:
             self.stop()
             raise
@@ -277,6 +286,25 @@ class ControlPlane:
                 return True
         except (kube.ApiError, OSError, kube.ConfigError):
             return False
+
+    def kubectl(self, *args: str, timeout: float = KUBECTL_TIMEOUT) -> str:
+        """Run kubectl (``KUBEBUILDER_ASSETS``'s, else ``PATH``'s) as the admin; its output,
+        or :class:`RuntimeError` with its error output."""
+        binary = os.path.join(os.path.dirname(self.assets.kube_apiserver), "kubectl")
+        if not os.access(binary, os.X_OK):
+            binary = shutil.which("kubectl") or ""
+        if not binary:
+            raise RuntimeError(f"kubectl {' '.join(args)}: kubectl is not installed")
+        done = subprocess.run(
+            [binary, "--kubeconfig", self.kubeconfig, f"--request-timeout={timeout:.0f}s", *args],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout + 30,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout
 
     def stop(self) -> None:
         """SIGTERM every component, newest first, then SIGKILL what is left after

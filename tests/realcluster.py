@@ -10,8 +10,6 @@ A conftest that wants it imports :func:`real_control_plane` by name.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -39,24 +37,6 @@ def available() -> bool:
     return True
 
 
-def _install_crds(plane: envtest.ControlPlane) -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed (it is on CI and on our machines)")
-    for args in (
-        ("apply", "--server-side", "-k", str(CRDS)),
-        ("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"),
-    ):
-        result = subprocess.run(
-            [kubectl, "--kubeconfig", plane.kubeconfig, *args],
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-        if result.returncode != 0:
-            pytest.fail(f"kubectl {' '.join(args)}: {result.stderr}")
-
-
 # The session's one plane. Each conftest that imports the fixture registers a fixture of its own
 # (pytest keeps one instance per registration), so the plane is kept here: started by the first
 # that asks, stopped when the session ends, after every fixture that uses it.
@@ -80,12 +60,12 @@ def real_control_plane(
         controllers=True,
         scheduler=True,
         controller_flags=(f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",),
+        crds=(CRDS,),
     )
     try:
         plane.start()
     except RuntimeError as exc:
         pytest.fail(f"the real control plane did not start: {exc}")
     request.config.add_cleanup(plane.stop)
-    _install_crds(plane)
     _started["plane"] = plane
     return plane

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -116,20 +115,6 @@ class RealCluster:
                 asyncio.run(local_controlplane.stop_pods(settings))
 
 
-def _kubectl(plane: envtest.ControlPlane, *args: str) -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed (it is on CI and on our machines)")
-    result = subprocess.run(
-        [kubectl, "--kubeconfig", plane.kubeconfig, *args],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"kubectl {' '.join(args)}: {result.stderr}")
-
-
 def _volume(name: str, path: Path) -> dict[str, object]:
     return {
         "apiVersion": "v1",
@@ -209,7 +194,10 @@ def start(plane: envtest.ControlPlane, directory: Path) -> RealCluster:
     cluster = RealCluster(plane, directory)
     environ = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     environ["KUBETRAIN_HOME"] = str(directory / "home")
-    _kubectl(plane, "apply", "-k", str(RUNTIMES))
+    try:
+        plane.kubectl("apply", "-k", str(RUNTIMES))
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
     run(_provision(plane.kubeconfig, directory / "volumes"))
     serving_cert, serving_key = _serving_certificate(plane, directory / "pki")
     probe = envtest.free_port()
