@@ -309,6 +309,7 @@ def sandbox(pod: Obj, sources: Sources, host: Host, hosts: str) -> runtime.Sandb
         hostname=hostname(pod),
         hosts=hosts,
         volumes=volumes,
+        subdomain=str(spec_of(pod).get("subdomain") or ""),
     )
 
 

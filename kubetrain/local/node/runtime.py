@@ -120,6 +120,7 @@ class Sandbox:
     hostname: str
     hosts: str  # full text of the pod's /etc/hosts ("" for the host's own)
     volumes: tuple[Volume, ...] = ()
+    subdomain: str = ""  # spec.subdomain: with the hostname, the pod's DNS name
 
 
 @dataclass(frozen=True)

@@ -107,6 +107,7 @@ def materialise(root: str, sandbox: runtime.Sandbox) -> None:
         "namespace": sandbox.namespace,
         "name": sandbox.name,
         "hostname": sandbox.hostname,
+        "subdomain": sandbox.subdomain,  # with the hostname, what ssh to a pod looks for
         "volumes": [
             {"name": v.name, "kind": v.kind, "hostPath": v.host_path} for v in sandbox.volumes
         ],

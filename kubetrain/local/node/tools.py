@@ -12,6 +12,9 @@
   ``/opt/kube``), and :data:`ENTRYPOINTS` tells the pod spec resolver to run it for that image,
   so the launcher's pod spec stays upstream's. A node without kubectl fails the init container
   with a message that says so.
+- ``kubetrain-pod-ssh``: ``ssh`` to a pod of this node, for Open MPI's launcher
+  (:mod:`kubetrain.local.node.podssh`, which says why and how); not named ``ssh``, so it shadows
+  nothing: the node names it in every container's ``OMPI_MCA_plm_rsh_agent``.
 
 Owns: writing the tools into ``<root>/bin`` at start, and which images they stand in for.
 Must not: shadow anything but the tools listed here (the directory comes after the Python
@@ -24,6 +27,8 @@ import os
 import sys
 from collections.abc import Mapping
 from typing import Final
+
+from kubetrain.local.node import podssh
 
 BIN: Final = "bin"
 KUBECTL_DELIVERY: Final = "kubectl-delivery"
@@ -75,7 +80,25 @@ os.replace(destination + ".tmp", destination)
 print(f"copied {{source}} to {{destination}}")
 '''
 
-PROGRAMS: Final[Mapping[str, str]] = {"nslookup": NSLOOKUP, KUBECTL_DELIVERY: DELIVERY}
+POD_SSH: Final = '''#!{python} -I
+"""ssh [options] HOST COMMAND...: COMMAND in the pod of this node that HOST names."""
+import sys
+
+from kubetrain.local.node import podssh
+
+sys.exit(podssh.main({root!r}, {python!r}, sys.argv[1:]))
+'''
+
+PROGRAMS: Final[Mapping[str, str]] = {
+    "nslookup": NSLOOKUP,
+    KUBECTL_DELIVERY: DELIVERY,
+    podssh.PROGRAM: POD_SSH,
+}
+
+
+def program(root: str, name: str) -> str:
+    """Where ``install(root)`` puts the tool ``name``."""
+    return os.path.join(root, BIN, name)
 
 
 def install(root: str) -> str:
@@ -86,7 +109,7 @@ def install(root: str) -> str:
         path = os.path.join(directory, name)
         temporary = f"{path}.tmp"
         with open(temporary, "w", encoding="utf-8") as f:
-            f.write(template.format(python=sys.executable))
+            f.write(template.format(python=sys.executable, root=os.path.abspath(root)))
         os.chmod(temporary, 0o755)
         os.replace(temporary, path)
     return directory

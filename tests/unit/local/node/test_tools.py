@@ -32,4 +32,4 @@ def test_installing_twice_leaves_one_working_copy(tmp_path: Path) -> None:
     first = tools.install(str(tmp_path))
     second = tools.install(str(tmp_path))
     assert first == second
-    assert sorted(os.listdir(first)) == ["kubectl-delivery", "nslookup"]
+    assert sorted(os.listdir(first)) == ["kubectl-delivery", "kubetrain-pod-ssh", "nslookup"]
