@@ -202,7 +202,8 @@ class Watch:
 
     def _abandon(self, seconds: int, left: float) -> None:
         """Log why the watchdog gives a connection up: never a warning, since the watch goes
-        on from where it was and nothing is lost (a retry is warned of when it fails)."""
+        on from where it was and nothing is lost (should the new connection fail, that
+        failure is warned of)."""
         if left <= 0:
             log.info(
                 "watch %s: the server did not end the connection %.0fs after the %ds asked "
