@@ -34,6 +34,12 @@ plus two status updates", is judged on the writes to pods, Services and the job;
 the operator records (upstream's SuccessfulCreatePod, SuccessfulCreateService, Created) are
 writes too and are shown on their own line.
 
+**On a real kube-apiserver** (``--real``): each run gets a fresh etcd, kube-apiserver and
+kube-controller-manager from ``KUBEBUILDER_ASSETS`` (through :mod:`kubetrain.envtest`, the
+CRDs installed with kubectl) instead of kubetrain's server; the server's CPU is
+kube-apiserver's and etcd's together. Before each clock starts the server is left to settle
+(a kube-apiserver given CRDs spends seconds publishing their OpenAPI).
+
 **Operator memory**: its resident set size (VmRSS) when its caches synced and when the run
 is over, and its peak (VmHWM), from /proc; goal: under 250 MB at 500 jobs.
 
@@ -59,7 +65,7 @@ the burst is over.
 Usage::
 
     .venv/bin/python bench/operator.py [--quick] [--jobs N] [--threads W]
-                                       [--submitters K] [--json]
+                                       [--submitters K] [--rounds R] [--real] [--json]
 
 This is not a test: it asserts nothing and exits 0 whatever the figures are. (Run it as a
 script, as above: the file's name is also that of a standard library module, which a script's
