@@ -11,7 +11,6 @@ Must not: measure anything.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -20,7 +19,6 @@ from pathlib import Path
 from kubetrain import envtest
 
 CRDS = Path(__file__).resolve().parent.parent / "deploy" / "crds"
-KUBECTL_TIMEOUT = 120.0
 
 
 class Unavailable(Exception):
@@ -43,25 +41,6 @@ def version(found: envtest.Assets | None = None) -> str:
     return done.stdout.strip() or "kube-apiserver (version unknown)"
 
 
-def install_crds(plane: envtest.ControlPlane) -> None:
-    """``kubectl apply --server-side -k deploy/crds``, then wait until they are Established."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        raise Unavailable("kubectl is not installed: the CRDs are installed with it")
-    for args in (
-        ("apply", "--server-side", "-k", str(CRDS)),
-        ("wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"),
-    ):
-        done = subprocess.run(
-            [kubectl, "--kubeconfig", plane.kubeconfig, *args],
-            capture_output=True,
-            text=True,
-            timeout=KUBECTL_TIMEOUT,
-        )
-        if done.returncode != 0:
-            raise Unavailable(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
-
-
 @contextlib.contextmanager
 def control_plane(
     *, controllers: bool = False, apiserver_flags: Sequence[str] = (), crds: bool = True
@@ -71,15 +50,17 @@ def control_plane(
     found = assets()
     with tempfile.TemporaryDirectory(prefix="kubetrain-bench-kube-") as directory:
         plane = envtest.ControlPlane(
-            found, Path(directory), controllers=controllers, apiserver_flags=apiserver_flags
+            found,
+            Path(directory),
+            controllers=controllers,
+            apiserver_flags=apiserver_flags,
+            crds=(CRDS,) if crds else (),
         )
         try:
-            plane.start()
+            plane.start()  # installs the CRDs with kubectl, as users do
         except RuntimeError as exc:
             raise Unavailable(f"the real control plane did not start: {exc}") from exc
         try:
-            if crds:
-                install_crds(plane)
             yield plane
         finally:
             plane.stop()
