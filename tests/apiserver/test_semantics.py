@@ -883,7 +883,8 @@ def test_a_pod_spec_is_immutable_but_for_images(core: client.CoreV1Api, namespac
 def test_binding_a_pod_sets_its_node_once(
     api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
 ) -> None:
-    core.create_namespaced_pod(namespace, pod("b"))
+    # no scheduler may bind it first, or mark it Unschedulable after the binding
+    core.create_namespaced_pod(namespace, pod("b", schedulerName=NO_SCHEDULER))
     binding = {
         "apiVersion": "v1",
         "kind": "Binding",
@@ -959,7 +960,10 @@ def test_resource_quota_refuses_pods_beyond_the_limit(
     core.create_namespaced_resource_quota(
         namespace, {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "1"}}}
     )
-    core.create_namespaced_pod(namespace, pod("first"))
+    # kube-apiserver's admission refuses every pod until the quota controller has counted
+    wait_for(lambda: core.read_namespaced_resource_quota("q", namespace).status.hard or {})
+    # pending for good: a pod that a node ran and failed would no longer count
+    core.create_namespaced_pod(namespace, pod("first", schedulerName=NO_SCHEDULER))
     with pytest.raises(ApiException) as info:
         core.create_namespaced_pod(namespace, pod("second"))
     assert info.value.status == 403

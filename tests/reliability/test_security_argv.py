@@ -72,6 +72,19 @@ REVIEWED: Final = {
     ("bench/launch.py", "*", "asyncio.create_subprocess_exec"): "the benchmark's own commands",
     ("bench/launch.py", "*", "subprocess.run"): "the benchmark's own commands",
     ("bench/_processes.py", "*", "subprocess.Popen"): "the benchmarks' own commands",
+    ("bench/_realcluster.py", "*", "subprocess.run"): "kube-apiserver --version, its own path",
+    ("kubetrain/envtest.py", "ControlPlane._spawn", "subprocess.Popen"): (
+        "the binaries KUBEBUILDER_ASSETS names, with flags of the control plane's own: ports it "
+        "picked, files it wrote, flags its caller (a test or benchmark) passes"
+    ),
+    ("kubetrain/local/node/podssh.py", "main", "os.execv"): (
+        "the shim's exec (this interpreter, fixed flags, the target container found on this "
+        "node) of ssh's remote command, which ssh hands to the remote user's shell as sshd "
+        "does: the caller is a process of a pod on this node, which could run it itself"
+    ),
+    ("kubetrain/envtest.py", "ControlPlane.kubectl", "subprocess.run"): (
+        "kubectl beside the binaries or on PATH, with the caller's (a test's or benchmark's) args"
+    ),
     ("bench/pod_start.py", "*", "subprocess.Popen"): "the command spawned directly, to compare",
 }
 # (file, enclosing function) of code that writes a shell script or a `sh -c` command
