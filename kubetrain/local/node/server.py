@@ -40,7 +40,7 @@ import os
 import signal
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -602,17 +602,38 @@ async def _spdy_session(
     streams: Mapping[str, spdy.Stream],
     process: asyncio.subprocess.Process,
 ) -> None:
-    """Relay until the process ends (then its Status) or the connection goes (then the
-    process group is killed)."""
-    outputs = [
-        asyncio.ensure_future(_spdy_output(process.stdout, streams.get("stdout"))),
-        asyncio.ensure_future(_spdy_output(process.stderr, streams.get("stderr"))),
-    ]
-    helpers = [
-        asyncio.ensure_future(_spdy_input(streams.get("stdin"), process)),
-        asyncio.ensure_future(_drain(streams.get("resize"))),
-    ]
-    gone = asyncio.ensure_future(session.ended.wait())
+    """Relay over SPDY: output on the client's streams, its stdin in, resize read and
+    dropped, the Status on the error stream at the end."""
+
+    async def finish(status: bytes) -> None:
+        await _end_spdy(session, streams, status)
+
+    await _relay(
+        process,
+        outputs=(
+            _spdy_output(process.stdout, streams.get("stdout")),
+            _spdy_output(process.stderr, streams.get("stderr")),
+        ),
+        inputs=(_spdy_input(streams.get("stdin"), process), _drain(streams.get("resize"))),
+        client_gone=session.ended.wait(),
+        finish=finish,
+    )
+
+
+async def _relay(
+    process: asyncio.subprocess.Process,
+    *,
+    outputs: Sequence[Awaitable[None]],
+    inputs: Sequence[Awaitable[None]],
+    client_gone: Awaitable[Any],
+    finish: Callable[[bytes], Awaitable[None]],
+) -> None:
+    """One exec's life, whatever the protocol: relay until the process ends (then what is
+    left of its output, within :data:`DRAIN`, and its Status through ``finish``) or the
+    client goes (then the process group is killed). Every task ends with it."""
+    pumps = [asyncio.ensure_future(o) for o in outputs]
+    helpers = [asyncio.ensure_future(i) for i in inputs]
+    gone = asyncio.ensure_future(client_gone)
     exited = asyncio.ensure_future(process.wait())
     try:
         await asyncio.wait({gone, exited}, return_when=asyncio.FIRST_COMPLETED)
@@ -622,17 +643,17 @@ async def _spdy_session(
             return
         with contextlib.suppress(*_aio.TIMEOUT_ERRORS):
             async with _aio.timeout(DRAIN):
-                await asyncio.gather(*outputs)
+                await asyncio.gather(*pumps)
         status = nodeproxy.exit_status(_exit_code(process.returncode))
-        await _end_spdy(session, streams, json.dumps(status).encode())
+        await finish(json.dumps(status).encode())
     finally:
         if process.returncode is None:
             _kill_group(process)
             with contextlib.suppress(ProcessLookupError):
                 await process.wait()
-        for task in (*outputs, *helpers, gone, exited):
+        for task in (*pumps, *helpers, gone, exited):
             task.cancel()
-        await asyncio.gather(*outputs, *helpers, gone, exited, return_exceptions=True)
+        await asyncio.gather(*pumps, *helpers, gone, exited, return_exceptions=True)
 
 
 def _exit_code(returncode: int | None) -> int:
@@ -655,32 +676,21 @@ async def _session(
     *,
     v5: bool,
 ) -> None:
-    """Relay until the process ends (then its Status and a close) or the client goes (then
-    the process group is killed)."""
-    outputs = [
-        asyncio.ensure_future(_pump(process.stdout, ws, nodeproxy.STDOUT, options.stdout)),
-        asyncio.ensure_future(_pump(process.stderr, ws, nodeproxy.STDERR, options.stderr)),
-    ]
-    client = asyncio.ensure_future(_input(ws, process, v5))
-    exited = asyncio.ensure_future(process.wait())
-    try:
-        await asyncio.wait({client, exited}, return_when=asyncio.FIRST_COMPLETED)
-        if not exited.done():  # the client went away first
-            _kill_group(process)
-            await process.wait()
-            return
-        with contextlib.suppress(*_aio.TIMEOUT_ERRORS):
-            async with _aio.timeout(DRAIN):
-                await asyncio.gather(*outputs)
-        status = nodeproxy.exit_status(_exit_code(process.returncode))
+    """Relay over a WebSocket: output on its channels, the client's input in (its end is
+    the client's going), the Status on channel 3 and a close at the end."""
+
+    async def finish(status: bytes) -> None:
         with contextlib.suppress(ConnectionError):
-            await ws.send_bytes(bytes([nodeproxy.STATUS]) + json.dumps(status).encode())
+            await ws.send_bytes(bytes([nodeproxy.STATUS]) + status)
             await ws.close()
-    finally:
-        if process.returncode is None:
-            _kill_group(process)
-            with contextlib.suppress(ProcessLookupError):
-                await process.wait()
-        for task in (*outputs, client, exited):
-            task.cancel()
-        await asyncio.gather(*outputs, client, exited, return_exceptions=True)
+
+    await _relay(
+        process,
+        outputs=(
+            _pump(process.stdout, ws, nodeproxy.STDOUT, options.stdout),
+            _pump(process.stderr, ws, nodeproxy.STDERR, options.stderr),
+        ),
+        inputs=(),
+        client_gone=_input(ws, process, v5),
+        finish=finish,
+    )
