@@ -159,6 +159,12 @@ KUBE_APISERVER_DEFECTS = {
             r"|no kind .* is registered for version"
         ),
     ),
+    # GET /api/api/watch: "failed to create RequestInfo: unable to determine kind and
+    # namespace from url" (a made-up path whose parts read as a watch of no resource)
+    "a path it cannot map to a resource is a 500": (
+        "GET",
+        re.compile(r"failed to create RequestInfo"),
+    ),
     # an apply of a ConfigMap whose data holds an object: "failed to create typed patch
     # object (/x; /v1, Kind=ConfigMap): .data.a: expected string, got ..."
     "an apply of a value of the wrong type is a 500": (
