@@ -31,7 +31,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests import realcluster
+from tests import processes, realcluster
 from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
 
 START_TIMEOUT = 60.0
@@ -156,12 +156,7 @@ def kubeconfig(
             time.sleep(0.05)
         yield str(home / "kubeconfig")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        processes.stop(process, timeout=20)
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,7 @@ import pytest
 
 from kubetrain import kube
 from kubetrain.local.node import runtime
+from tests import processes
 from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually, run
 from tests.e2e import realplane
@@ -131,12 +132,8 @@ def controlplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPl
         run(_node_ready(plane.kubeconfig))
         yield plane
     finally:
-        process.terminate()  # the node stops every container it still runs
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        # the node stops every container it still runs
+        processes.stop(process, timeout=STOP_TIMEOUT)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -35,6 +35,7 @@ from kubetrain import envtest, kube
 from kubetrain.cli import controlplane as local_controlplane
 from kubetrain.local.apiserver import tls
 from kubetrain.local.node import settings as node_settings
+from tests import processes
 from tests.apiserver.cascade import eventually, run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -104,12 +105,7 @@ class RealCluster:
             process = self.processes.pop(component, None)
             if process is None:
                 continue
-            process.terminate()
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            processes.stop(process, timeout=STOP_TIMEOUT)
             if component == "node":
                 settings = node_settings.Settings(root=str(self.node_root))
                 asyncio.run(local_controlplane.stop_pods(settings))

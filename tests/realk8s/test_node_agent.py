@@ -39,7 +39,7 @@ from kubernetes.stream import stream
 from kubetrain import envtest
 from kubetrain.local.apiserver import tls
 from kubetrain.local.node import runtime
-from tests import realcluster
+from tests import processes, realcluster
 from tests.apiserver.test_pod_log_exec import Output
 
 START_TIMEOUT = 90.0  # seconds for the node to be Ready and untainted (2 busy cores)
@@ -170,12 +170,7 @@ def agent(
         handle.ready_at = datetime.now(timezone.utc)
         yield handle
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        processes.stop(process, timeout=30)
         remove_pods(home / "node")
         with contextlib.suppress(ApiException):
             handle.core.delete_node(name)

@@ -22,6 +22,7 @@ import pytest
 from kubetrain import _aio, kube
 from kubetrain.kube import watch
 from kubetrain.local import gc, namespaces
+from tests import processes
 from tests.apiserver import test_gc, test_namespace_deletion
 from tests.apiserver.cascade import (
     CONFIGMAPS,
@@ -89,12 +90,7 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.05)
         yield str(home / "kubeconfig")
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        processes.stop(process, timeout=20)
 
 
 async def with_controllers(

@@ -17,6 +17,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests import processes
 from tests.integration.local.conftest import (
     BACKOFF_INITIAL,
     BACKOFF_MAX,
@@ -83,12 +84,7 @@ class AgentProcess:
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            processes.stop(self.process, timeout=15)
 
 
 @pytest.fixture
