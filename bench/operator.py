@@ -40,6 +40,11 @@ CRDs installed with kubectl) instead of kubetrain's server; the server's CPU is
 kube-apiserver's and etcd's together. Before each clock starts the server is left to settle
 (a kube-apiserver given CRDs spends seconds publishing their OpenAPI).
 
+**What the server answered** while the clock ran, per job and run, where it says so itself
+(kube-apiserver's ``apiserver_request_total`` by verb, resource and code, and
+``apiserver_watch_events_total`` by kind, read from its ``/metrics`` before and after): the
+requests the operator run makes beyond the baseline's, without guessing from its writes.
+
 **Operator memory**: its resident set size (VmRSS) when its caches synced and when the run
 is over, and its peak (VmHWM), from /proc; goal: under 250 MB at 500 jobs.
 
@@ -446,6 +451,33 @@ async def settled(server: Server) -> None:
         last = now
 
 
+_REQUEST_SAMPLE = re.compile(r"^apiserver_request_total\{([^}]*)\} (\S+)$", re.MULTILINE)
+_WATCH_SAMPLE = re.compile(r"^apiserver_watch_events_total\{([^}]*)\} (\S+)$", re.MULTILINE)
+
+
+async def server_requests(server: Server) -> Counter[str] | None:
+    """What the server has answered so far, from its own ``/metrics`` (kube-apiserver's
+    ``apiserver_request_total`` by verb and resource, ``apiserver_watch_events_total`` by
+    kind), or None where it serves no such metrics (kubetrain's server)."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", server.kubeconfig, "get", "--raw", "/metrics",
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    out, _ = await process.communicate()
+    if process.returncode != 0:
+        return None
+    text = out.decode()
+    counts: Counter[str] = Counter()
+    for labels, value in _REQUEST_SAMPLE.findall(text):
+        tags = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        resource_ = "/".join(filter(None, (tags.get("resource"), tags.get("subresource"))))
+        counts[f"{tags.get('verb')} {resource_ or '-'} {tags.get('code')}"] += int(float(value))
+    for labels, value in _WATCH_SAMPLE.findall(text):
+        kind = dict(re.findall(r'(\w+)="([^"]*)"', labels)).get("kind", "?")
+        counts[f"WATCH-EVENT {kind}"] += int(float(value))
+    return counts or None
+
+
 async def resource_version(client: kube.Client) -> int:
     """The server's current resourceVersion (a list's), which every write advances."""
     listed = await client.list(NAMESPACES, limit=1)
@@ -470,6 +502,9 @@ class Run:
     metrics: dict[str, float] = field(default_factory=dict)
     server_cpu_clocked_s: float | None = None  # the server's CPU while the clock ran
     clocked_writes: dict[str, int] = field(default_factory=dict)  # writes seen by then
+    # what the server answered while the clock ran ("VERB resource code", and watch events
+    # delivered by kind), where it says (kube-apiserver's /metrics)
+    clocked_requests: dict[str, int] = field(default_factory=dict)
 
 
 async def create_namespace(client: kube.Client, name: str) -> str:
@@ -520,6 +555,7 @@ async def timed_run(
     ):
         await settled(server)
         before = await resource_version(client)
+        requests_before = await server_requests(server)
         cpu_before = cpu_seconds(server)
         started = clock()
         async with _aio.timeout(RUN_TIMEOUT):
@@ -528,6 +564,7 @@ async def timed_run(
         assert monitor.done_at is not None
         seconds = monitor.done_at - started
         cpu_clocked = cpu_seconds(server)
+        requests_clocked = await server_requests(server)
         clocked_writes = {f"{p} {t}": n for (p, t), n in sorted(monitor.writes.items())}
         await quiet(monitor, clock)
         after = await resource_version(client)
@@ -544,6 +581,11 @@ async def timed_run(
             None if cpu_before is None or cpu_clocked is None else cpu_clocked - cpu_before
         ),
         clocked_writes=clocked_writes,
+        clocked_requests=(
+            {}
+            if requests_before is None or requests_clocked is None
+            else {k: n for k, n in (requests_clocked - requests_before).items() if n}
+        ),
     )
 
 
@@ -712,6 +754,13 @@ def build_report(
             "operator_all": sum(operator.clocked_writes.values()) / operator.jobs,
             "baseline_all": sum(baseline.clocked_writes.values()) / baseline.jobs,
         },
+        "clocked_requests_per_job": {
+            key: {
+                "operator": operator.clocked_requests.get(key, 0) / operator.jobs,
+                "baseline": baseline.clocked_requests.get(key, 0) / baseline.jobs,
+            }
+            for key in sorted(set(operator.clocked_requests) | set(baseline.clocked_requests))
+        },
         "operator_metrics": {
             k: v
             for k, v in operator.metrics.items()
@@ -795,6 +844,15 @@ def render(report: dict[str, Any]) -> str:
         f"writes per job seen while the clock ran: operator run {clocked['operator_all']:.2f} "
         f"(Events {clocked['operator_events']:.2f}), baseline run {clocked['baseline_all']:.2f}"
     )
+    requests = report["clocked_requests_per_job"]
+    if requests:
+        lines.append("requests the server answered per job while the clock ran (its /metrics):")
+        lines.append(f"  {'':44} {'operator':>9} {'baseline':>9}")
+        lines += [
+            f"  {key:44} {n['operator']:9.2f} {n['baseline']:9.2f}"
+            for key, n in requests.items()
+            if max(n["operator"], n["baseline"]) >= 0.01
+        ]
     shown = ", ".join(f"{k} {v:,.0f}" for k, v in sorted(report["operator_metrics"].items()))
     if shown:
         lines.append(f"operator metrics: {shown}")
