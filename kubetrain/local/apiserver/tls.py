@@ -5,14 +5,14 @@ Generated once, on first start, into the state directory, and reused afterwards 
 kubeconfig handed out earlier stays valid across restarts. Every file is written 0600 and
 replaced atomically (write to a temporary file, then rename), so a reader never sees half a key.
 
-What it must not do: serve anything or decide where the state directory is.
+What it must not do: serve anything or decide where the state directory is. The certificates
+themselves are made by :mod:`kubetrain.pki`, which the operator's webhook shares.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime
-import ipaddress
 import os
 import secrets
 import ssl
@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from kubetrain import pki
 
 CA_CERT = "ca.crt"
 CA_KEY = "ca.key"
@@ -90,76 +90,19 @@ def write_private(path: str, data: bytes) -> None:
         raise
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def _make_ca(now: datetime.datetime) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = _name("kubetrain-ca")
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return key, cert
+def _make_ca(now: datetime.datetime) -> pki.Pair:
+    return pki.new_ca("kubetrain-ca", now, VALIDITY)
 
 
 def _make_serving(
-    ca_key: ec.EllipticCurvePrivateKey,
-    ca_cert: x509.Certificate,
+    ca: pki.Pair,
     now: datetime.datetime,
     *,
     common_name: str = "kubetrain-apiserver",
     names: Sequence[str] = SERVING_NAMES,
     ips: Sequence[str] = SERVING_IPS,
-) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    alt_names: list[x509.GeneralName] = [x509.DNSName(n) for n in names]
-    alt_names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(common_name))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    return key, cert
+) -> pki.Pair:
+    return pki.issue_serving(ca, common_name, now, VALIDITY, names=names, ips=ips)
 
 
 def ensure(directory: str) -> Credentials:
@@ -168,12 +111,12 @@ def ensure(directory: str) -> Credentials:
     paths = {n: os.path.join(directory, n) for n in (CA_CERT, CA_KEY, SERVING_CERT, SERVING_KEY)}
     now = datetime.datetime.now(datetime.timezone.utc)
     if not all(os.path.exists(p) for p in paths.values()):
-        ca_key, ca_cert = _make_ca(now)
-        key, cert = _make_serving(ca_key, ca_cert, now)
-        write_private(paths[CA_KEY], _key_pem(ca_key))
-        write_private(paths[CA_CERT], ca_cert.public_bytes(serialization.Encoding.PEM))
-        write_private(paths[SERVING_KEY], _key_pem(key))
-        write_private(paths[SERVING_CERT], cert.public_bytes(serialization.Encoding.PEM))
+        ca = _make_ca(now)
+        serving = _make_serving(ca, now)
+        write_private(paths[CA_KEY], ca.key)
+        write_private(paths[CA_CERT], ca.cert)
+        write_private(paths[SERVING_KEY], serving.key)
+        write_private(paths[SERVING_CERT], serving.cert)
     token_path = os.path.join(directory, TOKEN)
     if not os.path.exists(token_path):
         write_private(token_path, secrets.token_urlsafe(32).encode())
@@ -182,14 +125,12 @@ def ensure(directory: str) -> Credentials:
     return Credentials(directory, token)
 
 
-def _load_ca(directory: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
+def _load_ca(directory: str) -> pki.Pair:
     with open(os.path.join(directory, CA_KEY), "rb") as f:
-        ca_key = serialization.load_pem_private_key(f.read(), password=None)
+        key = f.read()
     with open(os.path.join(directory, CA_CERT), "rb") as f:
-        ca_cert = x509.load_pem_x509_certificate(f.read())
-    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
-        raise TypeError(f"the CA key in {directory} is not an EC key")
-    return ca_key, ca_cert
+        cert = f.read()
+    return pki.Pair(cert, key)
 
 
 def issue_certificate(
@@ -198,10 +139,9 @@ def issue_certificate(
     """A serving certificate and its key (PEM), signed by the CA in ``directory``; nothing is
     written. A node agent on this machine serves its endpoint with one, since the API server
     trusts no other certificate for a node (see :mod:`nodeproxy`)."""
-    ca_key, ca_cert = _load_ca(directory)
     now = datetime.datetime.now(datetime.timezone.utc)
-    key, cert = _make_serving(ca_key, ca_cert, now, common_name=common_name, names=names, ips=ips)
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    made = _make_serving(_load_ca(directory), now, common_name=common_name, names=names, ips=ips)
+    return made.cert, made.key
 
 
 def issue_client_certificate(
@@ -210,24 +150,11 @@ def issue_client_certificate(
     """A client certificate and its key (PEM), signed by the CA in ``directory``: the user is
     ``common_name``, its groups ``organizations``, as kube-apiserver reads an x509 client. A
     real kube-apiserver presents one to the kubelets (``--kubelet-client-certificate``)."""
-    ca_key, ca_cert = _load_ca(directory)
-    key = ec.generate_private_key(ec.SECP256R1())
-    attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
-    attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name(attributes))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + VALIDITY)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
+    made = pki.issue_client(
+        _load_ca(directory), common_name, now, VALIDITY, organizations=organizations
     )
-    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+    return made.cert, made.key
 
 
 def signing_key() -> tuple[bytes, bytes]:
