@@ -8,6 +8,16 @@
 - ``Running`` and ``Restarting`` exclude each other; setting ``Succeeded`` or ``Failed`` turns
   a ``Running`` condition False.
 
+A job the operator refuses (it fails admission: created while no webhook ran) gets a
+``Failed`` condition of its own: reason ``<Kind>FailedValidation``, the admission's words as its
+message (:func:`refuse`). ``Failed`` because it is the one condition type (the CRD's enum allows
+no other) that tells ``kubectl get``, ``kubectl wait``, the SDKs and Kueue that the job will not
+run as written; but, unlike upstream's, this one is not final: it is the only condition that
+changes while it is True (its message follows the spec), it stops nothing (no cleanup, no
+``completionTime``, no TTL), and once the spec is fixed it is removed (:func:`accept`), never
+kept as ``False``: a ``Failed`` condition, True or False, reads as a failure to whoever looks
+for its presence, and the job then proceeds as if it had just been created.
+
 Two differences, on purpose: when ``Running`` is turned False that way, its
 ``lastTransitionTime`` moves to now (upstream leaves the old one, which misdates the change);
 and ``Succeeded`` or ``Failed`` turns a ``Restarting`` condition False too. Upstream leaves it
@@ -40,15 +50,73 @@ def is_true(status: Status, type_: str) -> bool:
 
 
 def is_finished(status: Status) -> bool:
-    """Succeeded or Failed: the job will not run again."""
-    return is_true(status, reasons.SUCCEEDED) or is_true(status, reasons.FAILED)
+    """Succeeded or Failed: the job will not run again. A refusal is no end (see
+    :func:`refusal`)."""
+    if is_true(status, reasons.SUCCEEDED):
+        return True
+    return is_true(status, reasons.FAILED) and refusal(status) is None
+
+
+def refusal(status: Status) -> dict[str, Any] | None:
+    """The True ``Failed`` condition that says the operator refuses the job as written."""
+    condition = find(status, reasons.FAILED)
+    if condition is None or condition.get("status") != "True":
+        return None
+    reason = condition.get("reason")
+    if not isinstance(reason, str) or not reason.endswith(reasons.FAILED_VALIDATION):
+        return None
+    return condition
+
+
+def refuse(status: Status, reason: str, message: str, now: str) -> bool:
+    """Say that the job is refused, and why; True when the conditions changed. Only this
+    condition moves: the job's others stay as last observed (its pods, if any, are left as
+    they are). A finished job keeps its verdict."""
+    if is_finished(status):
+        return False
+    current = refusal(status)
+    if current is not None and (current.get("reason"), current.get("message")) == (
+        reason,
+        message,
+    ):
+        return False
+    transition = now if current is None else current.get("lastTransitionTime") or now
+    kept = [
+        c
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("type") != reasons.FAILED
+    ]
+    kept.append(
+        {
+            "type": reasons.FAILED,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastUpdateTime": now,
+            "lastTransitionTime": transition,
+        }
+    )
+    status["conditions"] = kept
+    return True
+
+
+def accept(status: Status) -> bool:
+    """Remove a refusal, the spec being valid now; True when there was one."""
+    if refusal(status) is None:
+        return False
+    status["conditions"] = [
+        c
+        for c in status.get("conditions") or []
+        if not (isinstance(c, dict) and c.get("type") == reasons.FAILED)
+    ]
+    return True
 
 
 def set_condition(
     status: Status, type_: str, value: str, reason: str, message: str, now: str
 ) -> bool:
     """Set one condition by upstream's rules; True when the conditions changed."""
-    if is_true(status, reasons.FAILED):
+    if is_true(status, reasons.FAILED) and refusal(status) is None:
         return False
     current = find(status, type_)
     if current is not None and current.get("status") == value and current.get("reason") == reason:

@@ -6,7 +6,12 @@ replays upstream's ``ReconcileJobs`` (reference 3.1-3.4) with the per-framework 
 :mod:`kubetrain.frameworks`, in this order:
 
 1. ``runPolicy.managedBy`` names another controller, or the job is being deleted: nothing.
-2. The job fails admission (created while no webhook ran): a Warning event, nothing else.
+2. The job fails admission (created while no webhook ran, or edited since), or its pods
+   cannot be built: it is refused. Its ``Failed`` condition (reason ``<Kind>FailedValidation``)
+   states every problem in the admission's words, with a Warning event of the same reason and
+   message when that changes; nothing else is done, so pods it already has are left as they
+   are. Once the spec is valid again the condition is removed and the job goes on from here
+   (see :mod:`.conditions` on why a refusal is not final). A finished job's conditions stay.
 3. ``Created`` once. A finished job (Succeeded/Failed): clean up by ``cleanPodPolicy``, drop the
    PodGroup, and delete the job ``ttlSecondsAfterFinished`` after it finished.
 4. Suspended: delete every pod and service, the PodGroup and an elastic PyTorchJob's
@@ -137,9 +142,10 @@ class Plan:
     """The decision. ``status`` is the whole new status (None: leave it alone);
     ``status_changed`` says whether it differs from the one read.
 
-    ``skip``: why the job is left alone. ``invalid``: the job cannot run as written (the
-    reconcile stops without retrying). ``problem``: something keeps the job from progressing
-    for now (retried with back-off after everything else was done).
+    ``skip``: why the job is left alone. ``invalid``: the job cannot run as written (its
+    refusal is in ``status``; the reconcile stops there, without retrying). ``problem``:
+    something keeps the job from progressing for now (retried with back-off after everything
+    else was done).
     """
 
     status: dict[str, Any] | None = None
@@ -183,17 +189,30 @@ def plan(
     # Status is the operator's own writing and never part of validation.
     verdict = api.review({key: value for key, value in raw.items() if key != "status"})
     if not verdict.ok or not isinstance(verdict.obj, api.JobKind):
-        return _invalid(framework, "; ".join(str(error) for error in verdict.errors))
+        return refused(framework, raw, "; ".join(str(error) for error in verdict.errors), now)
     try:
         return _Pass(framework, settings, observed, verdict.obj, now).run()
     except frameworks.ContractError as error:
-        return _invalid(framework, str(error))
+        return refused(framework, raw, str(error), now)
 
 
-def _invalid(framework: frameworks.Framework, errors: str) -> Plan:
+def refused(
+    framework: frameworks.Framework, job: Mapping[str, Any], errors: str, now: datetime
+) -> Plan:
+    """The plan for a job that cannot run as written: its refusal condition, and the event
+    when the condition changed (a finished job only gets the event, as its conditions stay)."""
     message = reasons.FAILED_VALIDATION_MESSAGE.format(kind=framework.kind, errors=errors)
     reason = reasons.reason(framework.kind, reasons.FAILED_VALIDATION)
-    return Plan(invalid=message, events=(Event("Warning", reason, message),))
+    event = Event("Warning", reason, message)
+    old = job.get("status")
+    status: dict[str, Any] = copy.deepcopy(old) if isinstance(old, dict) else {}
+    if conditions.is_finished(status):
+        return Plan(invalid=message, events=(event,))
+    stamp = times.format_time(now)
+    if not conditions.refuse(status, reason, message, stamp):
+        return Plan(status=status, invalid=message)
+    status["lastReconcileTime"] = stamp
+    return Plan(status=status, status_changed=True, invalid=message, events=(event,))
 
 
 @dataclass
@@ -251,6 +270,7 @@ class _Pass:
     # -- the steps -----------------------------------------------------------------------------
 
     def run(self) -> Plan:
+        conditions.accept(self.status)  # valid now: a refusal is over
         if conditions.find(self.status, reasons.CREATED) is None:
             message = reasons.CREATED_MESSAGE.format(kind=self.kind, name=self.job.name)
             self._set(reasons.CREATED, "True", reasons.reason(self.kind, reasons.CREATED), message)

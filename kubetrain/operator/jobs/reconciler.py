@@ -7,8 +7,9 @@ One :class:`JobReconciler` per kind, all alike (house rule 12): the framework is
    services the last pass created, or the failed pods it deleted to restart): wait for those
    events.
 2. Plan. A job managed elsewhere or being deleted is left alone; an invalid one gets its
-   Warning event and a :class:`~kubetrain.operator.runtime.controller.TerminalError` (the next
-   edit of the job reconciles it again).
+   refusal written to ``/status`` when it changed, then its Warning event, and a
+   :class:`~kubetrain.operator.runtime.controller.TerminalError` (the next edit of the job
+   reconciles it again).
 3. Deletes, then creates (a Service before its pod; 409 means it exists), then patches and the
    companions created once (MPI's ServiceAccount, Role, RoleBinding; a kind the API server
    does not serve, as discovery tells, is skipped with one log line). Each pod and Service
@@ -219,6 +220,14 @@ class JobReconciler:
             log.debug("%s %s: left alone: %s", self.kind, key, decided.skip)
             return Result()
         if decided.invalid is not None:
+            if decided.status is not None and decided.status_changed:
+                try:
+                    await self._write_status(raw, decided.status)
+                except kube.Conflict:
+                    if not self._cache_moved_on(key, raw):
+                        raise
+                    return Result()  # the newer job is queued; its pass decides anew
+                _log_state(self.kind, key, raw.get("status"), decided.status)
             await self._emit(raw, decided.events)
             raise controller.TerminalError(f"{self.kind} {key}: {decided.invalid}")
         failures: list[Exception] = []

@@ -93,3 +93,65 @@ def test_finished_means_succeeded_or_failed_true() -> None:
     assert conditions.is_finished({"conditions": [cond("Failed")]})
     assert not conditions.is_finished({"conditions": [cond("Succeeded", "False")]})
     assert not conditions.is_finished({})
+
+
+# -- a refused job (a Failed condition of reason <Kind>FailedValidation) -----------------------
+
+REFUSED = "PyTorchJobFailedValidation"
+
+
+def test_a_refusal_is_failed_but_no_end() -> None:
+    status: dict[str, Any] = {"conditions": [cond("Failed", reason=REFUSED)]}
+    assert conditions.refusal(status) is status["conditions"][0]
+    assert not conditions.is_finished(status)
+    assert conditions.refusal({"conditions": [cond("Failed")]}) is None
+    assert conditions.refusal({"conditions": [cond("Failed", "False", REFUSED)]}) is None
+
+
+def test_refusing_appends_failed_and_leaves_the_other_conditions_as_they_were() -> None:
+    status: dict[str, Any] = {"conditions": [cond("Created"), cond("Running")]}
+    assert conditions.refuse(status, REFUSED, "why", T2)
+    assert summary(status) == [("Created", "True"), ("Running", "True"), ("Failed", "True")]
+    refusal = status["conditions"][-1]
+    assert (refusal["reason"], refusal["message"], refusal["lastTransitionTime"]) == (
+        REFUSED,
+        "why",
+        T2,
+    )
+
+
+def test_refusing_again_for_the_same_words_changes_nothing_for_others_the_message() -> None:
+    status: dict[str, Any] = {"conditions": [cond("Failed", reason=REFUSED)]}
+    status["conditions"][0]["message"] = "why"
+    assert not conditions.refuse(status, REFUSED, "why", T2)
+    assert conditions.refuse(status, REFUSED, "why not", T2)
+    (refusal,) = status["conditions"]
+    assert (refusal["message"], refusal["lastTransitionTime"], refusal["lastUpdateTime"]) == (
+        "why not",
+        T1,
+        T2,
+    )
+
+
+def test_a_finished_job_is_not_refused() -> None:
+    for final in (cond("Succeeded"), cond("Failed")):
+        status: dict[str, Any] = {"conditions": [final]}
+        assert not conditions.refuse(status, REFUSED, "why", T2)
+        assert status["conditions"] == [final]
+
+
+def test_accepting_removes_only_a_refusal() -> None:
+    status: dict[str, Any] = {"conditions": [cond("Created"), cond("Failed", reason=REFUSED)]}
+    assert conditions.accept(status)
+    assert summary(status) == [("Created", "True")]
+    assert not conditions.accept(status)
+    failed: dict[str, Any] = {"conditions": [cond("Failed")]}
+    assert not conditions.accept(failed)
+    assert summary(failed) == [("Failed", "True")]
+
+
+def test_a_real_failure_replaces_a_refusal_and_is_final() -> None:
+    status: dict[str, Any] = {"conditions": [cond("Failed", reason=REFUSED)]}
+    assert conditions.set_condition(status, "Failed", "True", "PyTorchJobFailed", "m", T2)
+    assert conditions.is_finished(status)
+    assert not conditions.set_condition(status, "Running", "True", "PyTorchJobRunning", "m", T2)

@@ -185,15 +185,22 @@ def test_a_job_being_deleted_is_left_to_the_garbage_collector() -> None:
     assert decided.creates == ()
 
 
-def test_a_job_no_webhook_checked_gets_a_warning_and_nothing_else() -> None:
+def test_a_job_no_webhook_checked_gets_its_refusal_a_warning_and_nothing_else() -> None:
     doc = pytorchjob("ns", "a").master(2).workers(1).doc()  # a Master must be exactly 1
     decided = World(doc).plan()
     assert decided.invalid is not None
-    assert (decided.status, decided.creates) == (None, ())
+    assert (decided.creates, decided.deletes, decided.status_changed) == ((), (), True)
     (event,) = decided.events
     assert (event.type, event.reason) == ("Warning", "PyTorchJobFailedValidation")
     assert event.message.startswith("PyTorchJob failed validation because spec.pytorchReplicaSpecs")
     assert "must be 1" in event.message
+    assert decided.status is not None
+    (refusal,) = decided.status["conditions"]
+    assert (refusal["type"], refusal["reason"], refusal["message"]) == (
+        "Failed",
+        event.reason,
+        event.message,
+    )
 
 
 def test_a_job_whose_pods_cannot_be_built_is_treated_like_an_invalid_one(

@@ -292,12 +292,64 @@ def test_a_409_on_the_status_after_the_cache_got_a_newer_job_ends_the_pass_quiet
     assert metrics.jobs_created.labels(job_namespace="ns", framework="pytorch").value == 0
 
 
-def test_an_invalid_job_is_a_terminal_error_with_its_event() -> None:
+def test_an_invalid_job_gets_its_refusal_then_its_event_then_a_terminal_error() -> None:
     doc = pytorchjob("ns", "a").master(2).workers(1).doc()
-    api, made, _ = harness(doc)
+    api, made, metrics = harness(doc)
     with pytest.raises(controller.TerminalError, match="must be 1"):
         reconcile(made)
-    assert [c for c in api.calls if "events" not in c] == ["event PyTorchJobFailedValidation"]
+    assert [c for c in api.calls if "events" not in c] == [
+        "replace/status pytorchjobs/",
+        "event PyTorchJobFailedValidation",
+    ]
+    assert metrics.jobs_failed.labels(job_namespace="ns", framework="pytorch").value == 0
+
+
+def test_a_refused_job_seen_again_is_neither_written_nor_announced_again() -> None:
+    doc = pytorchjob("ns", "a").master(2).workers(1).doc()
+    api, made, _ = harness(doc)
+    written: list[dict[str, Any]] = []
+    replace = api.replace
+
+    async def recorded(resource: kube.Resource, body: Any, **kwargs: Any) -> dict[str, Any]:
+        written.append(copy.deepcopy(body))
+        return await replace(resource, body, **kwargs)
+
+    api.replace = recorded  # type: ignore[method-assign]
+    with pytest.raises(controller.TerminalError):
+        reconcile(made)
+    (refused,) = written
+    refused["metadata"]["resourceVersion"] = "2"  # as the API server returns it
+    made.jobs.replace([refused])
+    api.calls.clear()
+    with pytest.raises(controller.TerminalError):
+        reconcile(made)
+    assert api.calls == []
+
+
+def test_a_refusal_lost_to_a_newer_job_ends_the_pass_quietly() -> None:
+    doc = pytorchjob("ns", "a").master(2).workers(1).doc()
+    api, made, _ = harness(doc)
+    newer = copy.deepcopy(made.jobs.get("ns", "a"))
+    newer["metadata"]["resourceVersion"] = "9"
+
+    async def conflict(*args: Any, **kwargs: Any) -> Any:
+        made.jobs.replace([newer])
+        raise kube.Conflict("conflict", code=409, reason="Conflict")
+
+    api.replace = conflict  # type: ignore[method-assign]
+    assert reconcile(made) == controller.Result()
+    assert not [c for c in api.calls if c.startswith("event")]
+
+
+def test_a_refusal_lost_with_nothing_newer_is_retried() -> None:
+    doc = pytorchjob("ns", "a").master(2).workers(1).doc()
+    api, made, _ = harness(doc)
+    api.fail[("replace/status", "pytorchjobs")] = [
+        kube.Conflict("conflict", code=409, reason="Conflict")
+    ]
+    with pytest.raises(kube.Conflict):
+        reconcile(made)
+    assert not [c for c in api.calls if c.startswith("event")]
 
 
 def test_a_gone_job_is_forgotten() -> None:
