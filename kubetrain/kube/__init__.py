@@ -11,12 +11,13 @@ local control plane.
                                              discover, request, stream
     Resource(group, version, plural)         what to address; Discovery maps kinds to it
     Watch                                    list + watch that survives timeouts, stalls, 410
+    status.invalid                           the 422 Status of an invalid object, as kube words it
 
 Must not: know about job kinds, keep object caches (the operator's informer does), or depend
 on any kubetrain layer above ``api``.
 """
 
-from kubetrain.kube import config, discovery, errors, resource, watch
+from kubetrain.kube import config, discovery, errors, resource, status, watch
 from kubetrain.kube.client import (
     CLIENT_DEFAULT,
     DEFAULT_TIMEOUT,
@@ -75,5 +76,6 @@ __all__ = [
     "from_kubeconfig",
     "resource",
     "split_api_version",
+    "status",
     "watch",
 ]

@@ -18,21 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kubetrain.errors import KubetrainError
+from kubetrain.kube import status as kube_status
 
-# Kubernetes' field.ErrorType → StatusCause reason (metav1.CauseType).
-CAUSE_TYPES = {
-    "Required value": "FieldValueRequired",
-    "Invalid value": "FieldValueInvalid",
-    "Unsupported value": "FieldValueNotSupported",
-    "Forbidden": "FieldValueForbidden",
-    "Duplicate value": "FieldValueDuplicate",
-    "Too long": "FieldValueTooLong",
-    "Too many": "FieldValueTooMany",
-    "Not found": "FieldValueNotFound",
-    "Invalid type": "FieldValueTypeInvalid",
-    "Unknown field": "FieldValueUnknown",
-    "Internal error": "InternalError",
-}
+CAUSE_TYPES = kube_status.CAUSE_TYPES
 
 
 class ApiError(KubetrainError):
@@ -88,21 +76,10 @@ def success(name: str, group: str, resource: str, uid: str | None) -> dict[str, 
     }
 
 
-def qualified(name: str, group: str) -> str:
-    """``pods``, ``jobs.batch``, ``PyTorchJob.kubeflow.org``: kube's GroupResource/GroupKind."""
-    return f"{name}.{group}" if group else name
-
-
-def _details(name: str, group: str, kind: str, **more: Any) -> dict[str, Any]:
-    details: dict[str, Any] = {}
-    if name:
-        details["name"] = name
-    if group:
-        details["group"] = group
-    if kind:
-        details["kind"] = kind
-    details.update({k: v for k, v in more.items() if v})
-    return details
+qualified = kube_status.qualified
+cause = kube_status.cause
+cause_text = kube_status.cause_text
+_details = kube_status.details
 
 
 def not_found(group: str, resource: str, name: str) -> ApiError:
@@ -136,12 +113,6 @@ def conflict(group: str, resource: str, name: str, why: str | None = None) -> Ap
     )
 
 
-def cause(kind: str, field: str, body: str) -> dict[str, str]:
-    """A StatusCause: ``kind`` is the field.ErrorType wording (e.g. ``Invalid value``),
-    ``body`` the error without its field path (kube's ``ErrorBody()``)."""
-    return {"reason": CAUSE_TYPES.get(kind, kind), "message": body, "field": field}
-
-
 def field_error(
     kind: str, field: str, detail: str = "", value: Any = None, show_value: bool = True
 ) -> dict[str, str]:
@@ -167,21 +138,11 @@ def render_value(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
-def cause_text(c: Mapping[str, str]) -> str:
-    field = c.get("field", "")
-    return f"{field}: {c.get('message', '')}" if field else str(c.get("message", ""))
-
-
 def invalid(group: str, kind: str, name: str, causes: Sequence[Mapping[str, str]]) -> ApiError:
-    """422 with every cause, worded as ``NewInvalid``: one error bare, several in brackets."""
-    texts = [cause_text(c) for c in causes]
-    aggregate = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-    return ApiError(
-        422,
-        "Invalid",
-        f'{qualified(kind, group)} "{name}" is invalid: {aggregate}',
-        _details(name, group, kind, causes=[dict(c) for c in causes]),
-    )
+    """422 with every cause, worded as ``NewInvalid`` (:func:`kubetrain.kube.status.invalid`,
+    which the operator's webhook answers with too)."""
+    body = kube_status.invalid(group, kind, name, causes)
+    return ApiError(422, "Invalid", body["message"], body["details"])
 
 
 def bad_request(message: str, causes: Iterable[Mapping[str, str]] = ()) -> ApiError:

@@ -38,6 +38,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from kubetrain import api
+from kubetrain.kube import status as kube_status
 from kubetrain.local.apiserver import apply as ssa
 from kubetrain.local.apiserver import (
     builtin_schemas,
@@ -667,7 +668,7 @@ class Registry:
         )
         opts.warnings.extend(verdict.warnings)
         if not verdict.ok or verdict.obj is None:
-            causes = [_field_error_cause(e) for e in verdict.errors]
+            causes = [kube_status.field_error_cause(e) for e in verdict.errors]
             name = (obj.get("metadata") or {}).get("name") or ""
             raise errors.invalid(r.group, r.kind, name, causes)
         if r.group == "trainer.kubeflow.org":
@@ -1499,13 +1500,6 @@ def _without_reset_fields(
 def _apply_conflict(exc: ssa.ApplyConflict) -> errors.ApiError:
     details = {"causes": exc.causes} if exc.causes else None
     return errors.ApiError(409, "Conflict", exc.message, details)
-
-
-def _field_error_cause(error: api.FieldError) -> dict[str, str]:
-    text = str(error)
-    prefix = (error.path or "<root>") + ": "
-    body = text[len(prefix) :] if text.startswith(prefix) else text
-    return errors.cause(error.type.value, error.path, body)
 
 
 def _json_kind(value: Any) -> str:
