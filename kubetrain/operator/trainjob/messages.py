@@ -29,6 +29,13 @@ RUNTIME_NOT_SUPPORTED_MESSAGE: Final = "unsupported runtime: {gk}"
 DEADLINE_EXCEEDED_REASON: Final = "DeadlineExceeded"
 DEADLINE_EXCEEDED_MESSAGE: Final = "TrainJob exceeded its active deadline"
 
+# kubetrain: a TrainJob that fails admission (created while no webhook ran, or edited since) or
+# that its plugins refuse gets Failed with this reason, the v1 jobs' <Kind>FailedValidation;
+# unlike upstream's Failed, it is lifted once the spec is valid (see .status).
+FAILED_VALIDATION_REASON: Final = "TrainJobFailedValidation"
+FAILED_VALIDATION_MESSAGE: Final = "TrainJob failed validation because {errors}"
+CONDITION_MESSAGE_LIMIT: Final = 32768  # metav1.Condition's message, at most
+
 # kubetrain's Running condition.
 RUNNING_REASON: Final = "TrainingStarted"
 RUNNING_MESSAGE: Final = "all trainer pods are running"

@@ -4,14 +4,20 @@ plugins' objects and the status, level-triggered.
 One reconcile, for a TrainJob this controller manages (``spec.managedBy`` unset or
 ``trainer.kubeflow.org/trainjob-controller``; others are skipped, as upstream):
 
+0. a job that fails admission (created while no webhook ran, or edited since), judged once as
+   written and once more against its runtime, as the webhook judges it, or whose field errors
+   the plugins find in pre-build, is refused: ``Failed`` with reason
+   ``TrainJobFailedValidation`` and every problem in the admission's words, written and
+   announced by a Warning event of the same reason and message when it changes, and a
+   terminal error; nothing else is done. The next pass that finds the spec valid removes it
+   (:mod:`.status`), and the job proceeds;
 1. resolve the runtime: from the snapshot ConfigMap (:mod:`.snapshot`), or, the first time,
    the namespaced TrainingRuntime or the ClusterTrainingRuntime it names, then freeze it there;
 2. with host networking forced, find the job's port (:mod:`.hostport`): the one its Service
    records, else a free one from the range, not recorded by any Service nor just handed out
    to another job; the Service records it once created;
 3. run the plugin phases (:mod:`.framework`): the JobSet the job becomes, and the Secrets,
-   ConfigMaps and PodGroups it needs; field errors from pre-build are a Warning event
-   ``TrainJobResourcesCreationFailed`` and a terminal error;
+   ConfigMaps and PodGroups it needs;
 4. observe the pods it controls (:mod:`.workload`) and compute the whole status
    (:mod:`.status`);
 5. a job that just finished (Complete, Failed, DeadlineExceeded) gets its status written first,
@@ -46,7 +52,7 @@ import datetime
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from kubetrain import api, kube
 from kubetrain.errors import KubetrainError
@@ -212,8 +218,10 @@ class TrainJobReconciler:
             return controller.Result()
         job = await self._typed(raw)
         runtime = await self._runtime(raw, memory)
+        await self._check_against(raw, runtime)
         host_port = await self._host_port(raw, job, runtime, pods, memory)
         built = await self._build(raw, job, runtime, memory, host_port)
+        status.accept(conditions)  # every check passed: a refusal is over
         jobset = next(o for o in built.objects if o.get("kind") == "JobSet")
         extras = [o for o in built.objects if o.get("kind") != "JobSet"]
         service = self.stores.services.get(key.namespace, workload.subdomain(jobset))
@@ -279,11 +287,37 @@ class TrainJobReconciler:
         return memory
 
     async def _typed(self, raw: dict[str, Any]) -> api.TrainJob:
-        verdict = api.review(raw)
+        verdict = api.review(_as_written(raw))
         if not verdict.ok or not isinstance(verdict.obj, api.TrainJob):
-            await self._failed_event(raw, "; ".join(verdict.messages()))
-            raise controller.TerminalError("; ".join(verdict.messages()))
+            await self._refuse(raw, verdict.errors)
+        assert isinstance(verdict.obj, api.TrainJob)
         return verdict.obj
+
+    async def _check_against(self, raw: dict[str, Any], runtime: api.Runtime) -> None:
+        """The admission's checks that need the runtime, against the one the job is frozen to
+        (the webhook looks up the runtime as it is then; this is the runtime it will run on)."""
+        verdict = api.review(_as_written(raw), find_runtime=lambda *_: runtime)
+        if not verdict.ok:
+            await self._refuse(raw, verdict.errors)
+
+    async def _refuse(self, raw: dict[str, Any], errors: Iterable[object]) -> NoReturn:
+        """Refuse the job (see the module docstring), then raise the terminal error."""
+        text = "; ".join(str(error) for error in errors)
+        old_status = raw.get("status") or {}
+        conditions = status.conditions_of(old_status)
+        changed = status.refuse(conditions, text, status.timestamp(self.clock()))
+        if changed:
+            await self._write_status(raw, old_status, status.merged(old_status, conditions, None))
+        if changed or status.finished(conditions):
+            message = messages.FAILED_VALIDATION_MESSAGE.format(errors=text)
+            await self.recorder.event(
+                raw, events.WARNING, messages.FAILED_VALIDATION_REASON, message
+            )
+        meta = raw.get("metadata") or {}
+        raise controller.TerminalError(
+            f"TrainJob {meta.get('namespace')}/{meta.get('name')}: "
+            + messages.FAILED_VALIDATION_MESSAGE.format(errors=text)
+        )
 
     # -- the runtime snapshot --------------------------------------------------------------------
 
@@ -400,12 +434,9 @@ class TrainJobReconciler:
             context = phases.BuildContext(ssh_key_pair=key_pair, host_port=host_port)
             built = framework.run(job, runtime, context)
         except phases.PluginError as exc:
-            await self._failed_event(raw, str(exc))
-            raise controller.TerminalError(str(exc)) from exc
+            await self._refuse(raw, [exc])
         if built.errors:
-            text = "; ".join(str(error) for error in built.errors)
-            await self._failed_event(raw, text)
-            raise controller.TerminalError(text)
+            await self._refuse(raw, built.errors)
         return built
 
     async def _failed_event(self, raw: dict[str, Any], error: str) -> None:
@@ -611,6 +642,11 @@ async def _in_batches(action: Callable[[Any], Any], items: Sequence[Any]) -> Non
         for result in results:
             if isinstance(result, BaseException):
                 raise result
+
+
+def _as_written(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The job without its status: the operator's own writing is never part of validation."""
+    return {key: value for key, value in raw.items() if key != "status"}
 
 
 def _verdict(conditions: Iterable[Mapping[str, Any]]) -> str:

@@ -13,7 +13,13 @@ then kubetrain's ``Running`` condition (True from the time every trainer pod run
 ``Suspended``, ``Completed``, ``Failed``, ``Restarting`` or ``Pending`` once it was True).
 
 Unlike upstream v2.1, a ``Failed`` or ``Complete`` condition is never cleared: a finished
-TrainJob stays finished. Pure: times are passed in as RFC 3339 strings or datetimes.
+TrainJob stays finished. The one exception is a refusal (:func:`refuse`): a job that fails
+admission or that its plugins refuse gets ``Failed`` with reason ``TrainJobFailedValidation``,
+so that ``kubectl get``, ``kubectl wait`` and the SDKs see a job that will not run as written;
+it ends nothing (no deadline, no pods deleted), its message follows the spec, and it is removed
+once the spec is valid (:func:`accept`), not kept as ``False``, since a ``Failed`` condition
+reads as a failure to whoever looks for its presence. Pure: times are passed in as RFC 3339
+strings or datetimes.
 """
 
 from __future__ import annotations
@@ -48,9 +54,44 @@ def conditions_of(old_status: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def finished(conditions: list[Mapping[str, Any]]) -> bool:
-    return conds.is_true(conditions, messages.COMPLETE) or conds.is_true(
-        conditions, messages.FAILED
+    """Complete, or Failed for another reason than a refusal."""
+    if conds.is_true(conditions, messages.COMPLETE):
+        return True
+    return conds.is_true(conditions, messages.FAILED) and refusal(conditions) is None
+
+
+def refusal(conditions: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The True ``Failed`` condition that says the job is refused as written."""
+    found = conds.find(conditions, messages.FAILED)
+    if found is None or found.get("status") != "True":
+        return None
+    return found if found.get("reason") == messages.FAILED_VALIDATION_REASON else None
+
+
+def refuse(conditions: list[dict[str, Any]], errors: str, now: str) -> bool:
+    """Say that the job is refused because of ``errors``; True when the conditions changed.
+    A finished job keeps its verdict; the other conditions stay as last observed."""
+    if finished(conditions):
+        return False
+    message = messages.FAILED_VALIDATION_MESSAGE.format(errors=errors)
+    limit = messages.CONDITION_MESSAGE_LIMIT
+    if len(message) > limit:
+        message = message[: limit - 4] + " ..."
+    current = refusal(conditions)
+    if current is not None and current.get("message") == message:
+        return False
+    conds.set_condition(
+        conditions, messages.FAILED, "True", messages.FAILED_VALIDATION_REASON, message, now
     )
+    return True
+
+
+def accept(conditions: list[dict[str, Any]]) -> bool:
+    """Remove a refusal, the spec being valid now; True when there was one."""
+    if refusal(conditions) is None:
+        return False
+    conditions[:] = [c for c in conditions if c.get("type") != messages.FAILED]
+    return True
 
 
 def set_suspended(conditions: list[dict[str, Any]], suspend: bool, now: str) -> None:

@@ -130,3 +130,55 @@ def test_only_the_controller_s_fields_count_as_changes() -> None:
     assert new["trainerStatus"] == {"progressPercentage": 5}, "another writer's field is kept"
     assert status.changed(old, new), "jobsStatus appeared"
     assert not status.changed(new, status.merged(new, [], []))
+
+
+# -- a refused TrainJob (Failed, reason TrainJobFailedValidation) ------------------------------
+
+
+def test_a_refusal_is_failed_but_no_end_and_its_message_follows_the_errors() -> None:
+    conds: list[dict[str, Any]] = []
+    assert status.refuse(conds, "spec.trainer.numNodes: bad", "t1")
+    assert conds == [
+        {
+            "type": "Failed",
+            "status": "True",
+            "reason": "TrainJobFailedValidation",
+            "message": "TrainJob failed validation because spec.trainer.numNodes: bad",
+            "lastTransitionTime": "t1",
+        }
+    ]
+    assert not status.finished(conds)
+    assert status.refusal(conds) is conds[0]
+    assert not status.refuse(conds, "spec.trainer.numNodes: bad", "t2"), "same words: no write"
+    assert status.refuse(conds, "spec.trainer.image: bad", "t3")
+    assert (conds[0]["message"], conds[0]["lastTransitionTime"]) == (
+        "TrainJob failed validation because spec.trainer.image: bad",
+        "t1",
+    )
+
+
+def test_accepting_removes_the_refusal_only() -> None:
+    conds: list[dict[str, Any]] = []
+    status.set_suspended(conds, True, "t0")
+    status.refuse(conds, "x: bad", "t1")
+    assert [c["type"] for c in conds] == ["Suspended", "Failed"]
+    assert status.accept(conds)
+    assert [c["type"] for c in conds] == ["Suspended"]
+    assert not status.accept(conds)
+
+
+def test_a_finished_job_keeps_its_verdict_and_is_not_refused() -> None:
+    conds: list[dict[str, Any]] = []
+    status.set_failed(conds, "DeadlineExceeded", "TrainJob exceeded its active deadline", "t0")
+    assert not status.refuse(conds, "x: bad", "t1")
+    assert status.refusal(conds) is None
+    assert not status.accept(conds)
+    assert status.finished(conds)
+
+
+def test_a_refusal_message_is_cut_to_what_a_condition_holds() -> None:
+    conds: list[dict[str, Any]] = []
+    status.refuse(conds, "x" * 40000, "t1")
+    message = conds[0]["message"]
+    assert len(message) == 32768
+    assert message.endswith(" ...")
