@@ -365,19 +365,13 @@ def api_address(url: str) -> tuple[str, int] | None:
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
-def credentials_mountable(isolation: str, path: str = podspec.API_ACCESS_PATH) -> str:
-    """Why pods on this node cannot get the ServiceAccount mount at ``path``, or "" when
-    they can: it needs a private mount namespace, and a mount point the shim may create."""
+def credentials_mountable(isolation: str) -> str:
+    """Why pods on this node cannot get the ServiceAccount mount at
+    ``/var/run/secrets/kubernetes.io/serviceaccount``, or "" when they can: it needs a private
+    mount namespace, where the mount point is made without touching the host (on the host, that
+    directory would make in-cluster detectors take the machine for a pod)."""
     if isolation != "namespace":
         return "this node runs pods without a private mount namespace"
-    existing = path
-    while not os.path.exists(existing):
-        parent = os.path.dirname(existing)
-        if parent == existing:
-            break
-        existing = parent
-    if existing != path and not os.access(existing, os.W_OK):
-        return f"{path} does not exist on this host and {existing} is not writable to the node"
     return ""
 
 

@@ -21,7 +21,10 @@ Behaviour worth knowing:
   default), so ``python3`` and ``torchrun`` resolve to kubetrain's environment; ``argv[0]`` is
   looked up on that PATH inside the container's mount namespace.
 - **Working directory.** When the spec names none, ``<pod dir>/containers/<name>/work``: a
-  scratch directory that goes with the pod, as a container's writable layer does.
+  scratch directory that goes with the pod, as a container's writable layer does. One the
+  spec names that does not exist is made in the container's namespace only (see
+  :class:`~kubetrain.local.node.sandbox.View`); without a namespace it refuses the container
+  (``ContainerCannotRun``) rather than be made on the host.
 - **GPUs.** ``gpus`` become ``CUDA_VISIBLE_DEVICES`` and ``NVIDIA_VISIBLE_DEVICES`` (and
   ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` unless set, so CUDA numbers devices as nvidia-smi does); a
   container without GPUs on a node that has some gets both set to "" and sees none. A GPU held
@@ -316,6 +319,13 @@ class Runtime:
             sandbox.pod_dir(self.settings.root, id.pod_uid), CONTAINERS, id.name, str(id.attempt)
         )
 
+    def scratch_dir(self, id: ContainerId) -> str:
+        """Where a container that names no working directory runs: a directory of its own
+        that goes with the pod, as a container's filesystem would."""
+        return os.path.join(
+            sandbox.pod_dir(self.settings.root, id.pod_uid), CONTAINERS, id.name, WORK
+        )
+
     def log_path(self, id: ContainerId) -> str:
         return os.path.join(self.attempt_dir(id), shim.LOG)
 
@@ -440,11 +450,13 @@ class Runtime:
                         + (f" ({self._isolation_problem})" if self._isolation_problem else ""),
                     )
         self._check_gpus(spec, id)
-        pod = sandbox.pod_dir(self.settings.root, sb.uid)
+        working_dir = spec.working_dir or self.scratch_dir(id)
+        if not spec.working_dir:
+            os.makedirs(working_dir, exist_ok=True)  # the node's own: the shim makes no other
         return {
             "argv": list(spec.argv),
             "env": list(self._environment(spec).items()),
-            "workingDir": spec.working_dir or os.path.join(pod, CONTAINERS, spec.name, WORK),
+            "workingDir": working_dir,
             "mounts": mounts,
             "hosts": sandbox.hosts_path(self.settings.root, sb.uid) if sb.hosts else "",
             "hostname": sb.hostname,

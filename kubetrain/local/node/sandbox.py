@@ -18,9 +18,12 @@ Two halves, one module, because both must agree on the layout:
   /etc/hosts itself, as kubelet leaves such a pod's file alone). Each container gets its own
   namespace, as in Kubernetes, built from the same pod directory; ``exec`` joins it.
 
-A mount point that does not exist yet is created first (a directory, or an empty file when
-the source is a file). The namespace is private but the filesystem is the host's, so **this
-leaves an empty directory (or file) at that path on the host** once the pod is gone.
+A mount point or working directory that does not exist is never made on the host: a
+:class:`View` makes it in a *layer* over its nearest existing directory, seen only in the
+namespace (the class says how). So the host keeps no trace of a pod's mounts (an empty
+``/var/run/secrets/kubernetes.io/serviceaccount`` would tell in-cluster detectors that the
+host is a pod). Without a namespace (``isolation none``) nothing is made: a mount is only used
+at its own path and a missing working directory refuses the container.
 
 Must not: import anything outside the standard library, or anything slow (the shim imports this
 module as a plain sibling for a fast start; ``ctypes`` is loaded only when a namespace is
@@ -32,6 +35,7 @@ into its ``StartError``.
 from __future__ import annotations
 
 import os
+import stat  # os imports it already: free
 
 TYPE_CHECKING = False  # typing itself takes ~8 ms to import
 if TYPE_CHECKING:
@@ -312,11 +316,13 @@ def enter(*, userns: bool, hostname: str) -> None:
         _check(libc.sethostname(name, len(name)), f"cannot set the hostname {hostname!r}")
 
 
-def mount_all(mounts: Sequence[dict[str, Any]], hosts: str) -> None:
+def mount_all(mounts: Sequence[dict[str, Any]], hosts: str, view: View) -> None:
     """Bind each mount at its target, shallow paths first, then the hosts file on /etc/hosts."""
     ordered = sorted(mounts, key=lambda m: m["target"].rstrip("/").count("/"))
     for m in ordered:
+        view.ensure(m["target"], directory=os.path.isdir(m["source"]))
         bind(m["source"], m["target"], read_only=m["readOnly"])
+        view.volume(m["target"])
     if hosts and not any(m["target"] == ETC_HOSTS for m in mounts):
         if not os.path.exists(ETC_HOSTS):
             raise SandboxError("cannot bind the pod's hosts file: this host has no /etc/hosts")
@@ -324,10 +330,10 @@ def mount_all(mounts: Sequence[dict[str, Any]], hosts: str) -> None:
 
 
 def bind(source: str, target: str, *, read_only: bool) -> None:
+    """Bind ``source`` (with what is mounted under it) at ``target``, which must exist."""
     libc = _syscalls()
     if not os.path.exists(source):
         raise SandboxError(f"cannot mount {source} at {target}: the source does not exist")
-    _mount_point(target, directory=os.path.isdir(source))
     _check(
         libc.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None),
         f"cannot bind-mount {source} at {target}",
@@ -344,19 +350,144 @@ def bind(source: str, target: str, *, read_only: bool) -> None:
         )
 
 
-def _mount_point(target: str, *, directory: bool) -> None:
-    if os.path.lexists(target):
-        return
+class View:
+    """What a container's mount namespace shows that the host does not have: the paths it was
+    asked for that do not exist here (a mount point, a working directory).
+
+    Such a path is never made on the host. Its nearest existing directory gets a *layer*: an
+    empty directory of the node's (under ``layers``, in the attempt's directory) bound over it
+    in the namespace, holding the directory's own entries bound back one by one (with what is
+    mounted under them), so the directory shows what it showed, and the missing path is made
+    inside the layer. The root directory is layered by making the layer the namespace's root
+    (``pivot_root``), so ``exec`` (which enters the namespace) sees it too. What a container
+    writes directly into a layered directory lands in the layer, as in a container's own
+    filesystem, and goes with the pod's directory.
+    """
+
+    def __init__(self, layers: str) -> None:
+        self.layers = layers  # "" where no layer may be made (the probe)
+        self.made: set[str] = set()  # directories that are a layer or were made in one
+        self.volumes: list[str] = []  # mount targets: a path under one is the volume's own
+        self.count = 0  # layers laid so far
+
+    def volume(self, target: str) -> None:
+        self.volumes.append(os.path.realpath(target))
+
+    def ensure(self, path: str, *, directory: bool) -> None:
+        """Make ``path`` (a directory, or an empty file) exist in the namespace only."""
+        if os.path.lexists(path):
+            return
+        missing: list[str] = []
+        existing = path
+        while not os.path.lexists(existing):
+            existing, name = os.path.split(existing)
+            missing.append(name)
+        base = os.path.realpath(existing)
+        if not os.path.isdir(base):
+            raise SandboxError(f"cannot create {path}: {existing} is not a directory")
+        if not self._writable(base):
+            self._lay(base)
+        current = base
+        try:
+            for name in reversed(missing[1:]):
+                current = os.path.join(current, name)
+                _directory(current)
+                self.made.add(current)
+            current = os.path.join(current, missing[0])
+            if directory:
+                _directory(current)
+                self.made.add(current)
+            else:
+                os.close(os.open(current, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        except OSError as e:
+            raise SandboxError(f"cannot create {path} in the pod's view: {e.strerror}") from e
+
+    def _writable(self, directory: str) -> bool:
+        """Whether a new entry in ``directory`` stays out of the host's own directories: one
+        made in a layer, or inside a volume (kubelet makes such mount points in the volume)."""
+        return directory in self.made or any(
+            directory == v or directory.startswith(v.rstrip("/") + "/") for v in self.volumes
+        )
+
+    def _lay(self, directory: str) -> None:
+        if not self.layers:
+            raise SandboxError(f"cannot create a path in {directory}: no layer directory given")
+        libc = _syscalls()
+        st = os.stat(directory)
+        layer = os.path.join(self.layers, str(self.count))
+        self.count += 1
+        try:
+            os.makedirs(self.layers, exist_ok=True)
+            os.mkdir(layer)
+            os.chmod(layer, st.st_mode & 0o7777)
+            if os.geteuid() == 0:
+                os.chown(layer, st.st_uid, st.st_gid)
+            names = sorted(os.listdir(directory))
+            original = os.open(directory, os.O_PATH | os.O_DIRECTORY)
+        except OSError as e:
+            raise SandboxError(f"cannot lay a layer over {directory}: {e}") from e
+        root = directory == "/"
+        try:
+            # over the directory itself; the root is layered at its new place and then pivoted
+            target = layer if root else directory
+            _check(
+                libc.mount(layer.encode(), target.encode(), None, MS_BIND, None),
+                f"cannot lay a layer over {directory}",
+            )
+            for name in names:
+                _bind_back(f"/proc/self/fd/{original}/{name}", os.path.join(target, name))
+        finally:
+            os.close(original)
+        if root:
+            _pivot(layer)
+        self.made.add(directory)
+
+
+def _directory(path: str) -> None:
+    os.mkdir(path)
+    os.chmod(path, 0o755)  # as runc makes a missing mount point, whatever the node's umask
+
+
+def _bind_back(source: str, target: str) -> None:
+    """One entry of a layered directory, shown again at its place in the layer."""
+    mode = os.lstat(source).st_mode
     try:
-        if directory:
-            os.makedirs(target, exist_ok=True)
+        if stat.S_ISLNK(mode):
+            os.symlink(os.readlink(source), target)
+            return
+        if stat.S_ISDIR(mode):
+            os.mkdir(target, 0o700)
         else:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o644))
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError as e:
+        raise SandboxError(f"cannot show {target} in the layer over its directory: {e}") from e
+    _check(
+        _syscalls().mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None),
+        f"cannot show {target} in the layer over its directory",
+    )
+
+
+# pivot_root(2) has no libc wrapper: its number on each architecture the node runs on
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
+MNT_DETACH = 2
+OLD_ROOT = ".old-root"
+
+
+def _pivot(layer: str) -> None:
+    """Make ``layer`` (a mount holding the old root's entries) the namespace's root."""
+    libc = _syscalls()
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
         raise SandboxError(
-            f"cannot create the mount point {target} on this host: {e.strerror}"
-        ) from e
+            f"cannot make a root of the pod's own on {os.uname().machine}: "
+            "a path it needs at / does not exist on this host"
+        )
+    old = os.path.join(layer, OLD_ROOT)
+    os.mkdir(old, 0o700)
+    _check(libc.syscall(number, layer.encode(), old.encode()), "cannot pivot to the pod's root")
+    os.chdir("/")
+    _check(libc.umount2(f"/{OLD_ROOT}".encode(), MNT_DETACH), "cannot detach the old root")
+    os.rmdir(f"/{OLD_ROOT}")
 
 
 def join(pid: int) -> None:

@@ -16,6 +16,8 @@ own session, knows nothing of the agent, and talks to it only through the attemp
                      when the current file passes half of logMaxBytes (0600: a log may print
                      the Secrets the container was given; so is state.json)
         shim.err     the shim's own stderr (a traceback, should the shim itself fail)
+        layers/      the directories laid over host directories in the container's namespace,
+                     holding the mount points and working directory the host lacks
 
 ``start`` (pid's start time in clock ticks) guards against pid reuse: anyone who signals the
 container checks that ``/proc/<pid>/stat`` still names the same process.
@@ -82,6 +84,7 @@ STATE = "state.json"
 LOG = "log"
 ROTATED_SUFFIX = ".1"
 SHIM_ERR = "shim.err"
+LAYERS = "layers"  # what the container's namespace shows that the host has not (sandbox.View)
 PARTIAL_MAX = 16 * 1024  # a longer line is split into P records, as containerd splits at 16 KiB
 READ_SIZE = 64 * 1024
 DRAIN_SECONDS = 2.0  # after the main process ends: how long its pipes may take to close
@@ -258,22 +261,31 @@ def subreaper() -> None:
         pass
 
 
-def setup(spec: dict[str, Any]) -> tuple[str, list[str], dict[str, str], str]:
+def setup(spec: dict[str, Any], directory: str) -> tuple[str, list[str], dict[str, str], str]:
     """Namespace, mounts, working dir and command: everything that may fail before the fork."""
+    view = None
     if spec["isolation"] == "namespace":
+        view = sandbox.View(os.path.join(directory, LAYERS))
         try:
             sandbox.enter(userns=spec["userns"], hostname=spec["hostname"])
-            sandbox.mount_all(spec["mounts"], spec["hosts"])
+            sandbox.mount_all(spec["mounts"], spec["hosts"], view)
         except sandbox.SandboxError as e:
             raise CannotRun(EXIT_CANNOT_RUN, str(e)) from e
     env = dict(spec["env"])
     cwd = spec["workingDir"]
-    try:
-        os.makedirs(cwd, exist_ok=True)  # as runc creates a missing working directory
-    except OSError as e:
-        raise CannotRun(
-            EXIT_CANNOT_RUN, f"cannot create the working directory {cwd}: {e.strerror}"
-        ) from e
+    if not os.path.lexists(cwd):  # runc makes it in the container's filesystem: so do we
+        if view is None:
+            raise CannotRun(
+                EXIT_CANNOT_RUN,
+                f"the working directory {cwd} does not exist on this node, and without a "
+                "private mount namespace it could only be made on the host",
+            )
+        try:
+            view.ensure(cwd, directory=True)
+        except sandbox.SandboxError as e:
+            raise CannotRun(
+                EXIT_CANNOT_RUN, f"cannot create the working directory {cwd}: {e}"
+            ) from e
     argv = list(spec["argv"])
     return resolve(argv[0], env.get("PATH", DEFAULT_PATH), cwd), argv, env, cwd
 
@@ -342,7 +354,7 @@ def run(directory: str, notify: int) -> int:
     limit = spec.get("memoryLimit")
     cgroup = None
     try:
-        path, argv, env, cwd = setup(spec)
+        path, argv, env, cwd = setup(spec, directory)
         if limit and spec.get("cgroup"):
             cgroup = memory.Cgroup(spec["cgroup"], limit)
             try:

@@ -201,9 +201,9 @@ def test_the_api_address_comes_from_the_nodes_own_server_url(url: str, expected:
     assert agent.api_address(url) == expected
 
 
-def test_the_mount_needs_a_private_mount_namespace(tmp_path: Path) -> None:
+def test_the_mount_needs_a_private_mount_namespace() -> None:
     assert "private mount namespace" in agent.credentials_mountable("none")
-    assert agent.credentials_mountable("namespace", str(tmp_path / "a" / "b")) == ""
+    assert agent.credentials_mountable("namespace") == ""
 
 
 class FakeTokens:

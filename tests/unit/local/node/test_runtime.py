@@ -256,10 +256,8 @@ for p in ('/cfg/new', '/data/new'):
     ]
     scratch = Path(node.settings.root) / "pods" / "pod-1" / "volumes" / "scratch" / "out.txt"
     assert scratch.read_text() == "written"
-    # The mounts were private: the host sees only the empty mount points left behind.
-    assert sorted(p.name for p in mnt.iterdir()) == ["cfg", "data", "one.txt", "scratch"]
-    assert list((mnt / "cfg").iterdir()) == []
-    assert (mnt / "one.txt").read_text() == ""
+    # The mounts and their mount points were the container's own: the host has neither.
+    assert not mnt.exists()
 
 
 @needs_namespace
