@@ -5,6 +5,11 @@ Succeeded and Failed; several may be True at once (Created stays True), so the s
 True condition that matters most: Failed, Succeeded, Suspended, Restarting, Running, Created.
 A job whose operator has not written anything yet is Pending.
 
+A job the operator refuses (it fails admission: created where no webhook checked it) is
+Failed, as ``kubectl get`` shows it, with the reason ``<Kind>FailedValidation`` and every
+problem in its message; it is :attr:`State.refused` too, since fixing its spec lets it run
+(the operator then removes that condition), so it has no end time.
+
 A TrainJob only gets Complete, Failed and Suspended conditions from upstream (which never
 shipped Created or Running), so between creation and the end it is Created, or Running once
 it has started: its replicated jobs report active or finished pods (or, when its pods are
@@ -43,6 +48,8 @@ STATES: tuple[str, ...] = (
 V1_PRIORITY: tuple[str, ...] = (FAILED, SUCCEEDED, SUSPENDED, RESTARTING, RUNNING, CREATED)
 TRAINJOB_PRIORITY: tuple[str, ...] = (FAILED, COMPLETE, SUSPENDED)
 _SYNONYMS = {SUCCEEDED.lower(): SUCCEEDED, COMPLETE.lower(): SUCCEEDED, "completed": SUCCEEDED}
+# The reason of a refusal's Failed condition ends so: <Kind>FailedValidation, for every kind.
+REFUSED_REASON_SUFFIX = "FailedValidation"
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,11 @@ class State:
     def failed(self) -> bool:
         return self.phase == FAILED
 
+    @property
+    def refused(self) -> bool:
+        """Failed because the operator refuses the job as written (until its spec is fixed)."""
+        return self.phase == FAILED and self.reason.endswith(REFUSED_REASON_SUFFIX)
+
 
 def canonical(name: str) -> str:
     """A state as typed by a user, in its canonical spelling (Complete and Succeeded are one);
@@ -86,9 +98,10 @@ def matches(state: State, wanted: str) -> bool:
 
 def reached(state: State, wanted: str) -> bool:
     """Whether a job has got as far as ``wanted`` (``wait --for``): Created is reached by every
-    state after Pending; the others only by being in them."""
+    state after Pending but a refusal (the operator did not accept the job); the others only
+    by being in them."""
     if canonical(wanted) == CREATED:
-        return state.phase != PENDING
+        return state.phase != PENDING and not state.refused
     return matches(state, wanted)
 
 
@@ -151,9 +164,10 @@ def started(job: Mapping[str, Any]) -> datetime | None:
 
 
 def finished(job: Mapping[str, Any]) -> datetime | None:
-    """When the job ended: ``status.completionTime``, else when its final condition came."""
+    """When the job ended: ``status.completionTime``, else when its final condition came; None
+    while it runs, and for a refused job, which never ran."""
     state = of(job)
-    if not state.finished:
+    if not state.finished or state.refused:
         return None
     return durations.timestamp(_status(job).get("completionTime")) or durations.timestamp(
         state.since

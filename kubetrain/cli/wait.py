@@ -2,7 +2,9 @@
 
 Exit status: 0 when the job reaches the state, 1 when it ends in another final state (or is
 deleted) and so never will, 2 when the timeout passes first. ``--for Created`` is reached by
-every state after Pending; Complete and Succeeded are the same state.
+every state after Pending; Complete and Succeeded are the same state. A job the operator
+refuses as written (Failed, reason ``<Kind>FailedValidation``) ends the wait with exit 1 and
+the operator's message: it will not get anywhere until its spec is fixed.
 
 Owns: the command line and the exit statuses; the states are :mod:`kubetrain.cli.jobstate`.
 """
@@ -80,6 +82,13 @@ async def _wait(args: argparse.Namespace) -> int:
                     if jobstate.reached(last, wanted):
                         print(f"{name} {last.phase}")
                         return REACHED
+                    if last.refused:
+                        print(
+                            f"kubetrain: {name} cannot run as written: {last.message}; "
+                            "fix its spec and wait again",
+                            file=sys.stderr,
+                        )
+                        return NEVER
                     if last.finished:
                         why = f": {last.reason}: {last.message}" if last.message else ""
                         print(

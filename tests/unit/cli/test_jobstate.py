@@ -219,3 +219,29 @@ def test_progress_is_what_a_trainjob_reports() -> None:
     job = trainjob(trainerStatus={"progressPercentage": 42, "estimatedRemainingSeconds": 300})
     assert jobstate.progress(job) == "42% ETA 5m"
     assert jobstate.progress(trainjob(trainerStatus={"progressPercentage": 7})) == "7%"
+
+
+REFUSAL = "PyTorchJob failed validation because spec.pytorchReplicaSpecs[Master].replicas: ..."
+
+
+def test_a_refused_job_is_failed_with_the_operators_words_and_no_end() -> None:
+    job = pytorch(cond("Failed", reason="PyTorchJobFailedValidation", message=REFUSAL))
+    state = jobstate.of(job)
+    assert (state.phase, state.reason, state.message) == (
+        "Failed",
+        "PyTorchJobFailedValidation",
+        REFUSAL,
+    )
+    assert (state.refused, state.finished) == (True, True)
+    assert jobstate.finished(job) is None
+    assert jobstate.duration(job, NOW) is None
+    assert not jobstate.reached(state, "Created"), "the operator did not accept it"
+    assert jobstate.reached(state, "Failed")
+
+
+def test_a_refused_trainjob_is_failed_too() -> None:
+    job = trainjob(cond("Failed", reason="TrainJobFailedValidation", message="TrainJob ..."))
+    assert jobstate.of(job).refused
+    real = trainjob(cond("Failed", reason="DeadlineExceeded", message="TrainJob exceeded ..."))
+    assert not jobstate.of(real).refused
+    assert jobstate.finished(real) is not None

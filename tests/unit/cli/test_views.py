@@ -67,6 +67,23 @@ def test_get_describes_state_conditions_replicas_and_events() -> None:
     assert "pod/p-worker-1   restarting (x3)" in text.split("Events:\n")[1]
 
 
+def test_get_shows_a_refused_job_as_failed_with_the_operators_words_and_no_end() -> None:
+    refusal = (
+        "PyTorchJob failed validation because "
+        "spec.pytorchReplicaSpecs[Master].replicas: Forbidden: must be 1"
+    )
+    conditions = [
+        {"type": "Failed", "status": "True", "reason": "PyTorchJobFailedValidation",
+         "message": refusal, "lastTransitionTime": "2024-05-01T11:51:00Z"},
+    ]  # fmt: skip
+    text = get.describe(v1_job(conditions=conditions), [], [], NOW)
+    assert f"State:     Failed (PyTorchJobFailedValidation: {refusal})" in text
+    assert "Finished:  -" in text
+    lines = listing.table([v1_job(conditions=conditions)], NOW, wide=True, namespaces=False)
+    assert lines.splitlines()[1].split()[:3] == ["PyTorchJob", "p", "Failed"]
+    assert "PyTorchJobFailedValidation" in lines.splitlines()[1]
+
+
 def test_outputs_for_scripts() -> None:
     jobs = [v1_job(), v1_job("TFJob", "t", replicas={"Worker": 1})]
     assert output.render(jobs, "name") == "pytorchjob.kubeflow.org/p\ntfjob.kubeflow.org/t\n"
