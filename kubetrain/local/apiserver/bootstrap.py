@@ -5,6 +5,8 @@
 - the CustomResourceDefinitions of every kind kubetrain serves (from :func:`kubetrain.api.crds`)
   and the PodGroup CRDs of Volcano and scheduler-plugins coscheduling, which the operator
   creates on clusters that run those schedulers;
+- Volcano's Queue CRD and its ``default`` Queue (weight 1, reclaimable), which Volcano keeps
+  on a cluster and the local scheduler honours;
 - the served custom resources of every stored CRD (after a restart the catalog starts empty).
 
 Idempotent: what exists is left alone, except that kubetrain's own CRDs are updated when the
@@ -56,6 +58,7 @@ def _crd(
     columns: list[dict[str, Any]],
     *,
     status_subresource: bool,
+    scope: str = "Namespaced",
 ) -> dict[str, Any]:
     version_doc: dict[str, Any] = {
         "name": version,
@@ -90,7 +93,7 @@ def _crd(
                 "singular": kind.lower(),
                 "shortNames": short_names,
             },
-            "scope": "Namespaced",
+            "scope": scope,
             "versions": [version_doc],
         },
     }
@@ -169,6 +172,52 @@ def podgroup_crds() -> list[dict[str, Any]]:
     return [volcano, coscheduling]
 
 
+QUEUE_GROUP = "scheduling.volcano.sh"
+DEFAULT_QUEUE = "default"
+
+
+def queue_crd() -> dict[str, Any]:
+    """Volcano's Queue CRD (cluster-scoped). ``weight`` and ``reclaimable`` default as
+    Volcano's admission webhook defaults them (1, true)."""
+    preserved = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    return _crd(
+        QUEUE_GROUP,
+        "v1beta1",
+        "Queue",
+        "queues",
+        ["q", "queue-v1beta1"],
+        {
+            "weight": {**_int32(), "default": 1, "minimum": 1, "maximum": 65535},
+            "capability": _quantities(),
+            "reclaimable": {"type": "boolean", "default": True},
+            "deserved": _quantities(),
+            "guarantee": {"type": "object", "properties": {"resource": _quantities()}},
+            "priority": _int32(),
+            "parent": {"type": "string"},
+            "type": {"type": "string"},
+            "affinity": preserved,
+            "extendClusters": {"type": "array", "items": preserved},
+        },
+        {
+            "state": {"type": "string"},
+            "pending": _int32(),
+            "running": _int32(),
+            "inqueue": _int32(),
+            "completed": _int32(),
+            "unknown": _int32(),
+            "allocated": _quantities(),
+            "reservation": preserved,
+        },
+        [
+            {"jsonPath": ".spec.parent", "name": "PARENT", "type": "string"},
+            {"jsonPath": ".spec.weight", "name": "WEIGHT", "priority": 1, "type": "integer"},
+            {"jsonPath": ".status.state", "name": "STATE", "priority": 1, "type": "string"},
+        ],
+        status_subresource=True,
+        scope="Cluster",
+    )
+
+
 def _options() -> registry.Options:
     return registry.Options(field_manager=MANAGER)
 
@@ -188,8 +237,17 @@ async def install(reg: registry.Registry) -> None:
         await namespaces.ensure_default_service_account(reg, name)
         await namespaces.ensure_root_ca(reg, name)
     await services.ensure_kubernetes_service(reg)
-    for crd in [*api.crds(), *podgroup_crds()]:
+    for crd in [*api.crds(), *podgroup_crds(), queue_crd()]:
         await _ensure_crd(reg, crd_r, crd)
+    queue_r = reg.catalog.find(QUEUE_GROUP, "v1beta1", "queues")
+    if queue_r is not None and reg.store.get(store.Key(queue_r.key, "", DEFAULT_QUEUE)) is None:
+        body = {
+            "apiVersion": f"{QUEUE_GROUP}/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": DEFAULT_QUEUE},
+            "spec": {"weight": 1, "reclaimable": True},
+        }
+        await _create(reg, queue_r, None, body)
 
 
 async def _create(
