@@ -65,6 +65,7 @@ from kubetrain.errors import KubetrainError
 from kubetrain.kube import resource
 from kubetrain.kube import watch as kube_watch
 from kubetrain.local import daemon
+from kubetrain.local.node import hostimage
 
 T = TypeVar("T")
 Clock = Callable[[], float]
@@ -76,7 +77,7 @@ NODES = kube.Resource("", "v1", "nodes", namespaced=False, kind="Node")
 JOBS = kube.Resource("kubeflow.org", "v1", "pytorchjobs", kind="PyTorchJob")
 JOB_LABEL = "training.kubeflow.org/job-name"
 NAMESPACE = "default"
-IMAGE = "kubetrain/python:local"  # not pulled: the local node runs the command on this host
+IMAGE = hostimage.HOST_IMAGE  # not pulled: the local node runs the command on this host
 WORKERS = 3  # plus one Master
 WORLD = WORKERS + 1
 CPU_REQUEST = "250m"

@@ -69,7 +69,6 @@ def workloads(
     environ = os.environ if environ is None else environ
     kubeconfig = paths.kubeconfig
     environment = tuple((k, environ[k]) for k in INHERITED if k in environ)
-    working_dir = os.getcwd()  # containers without workingDir run where `kubetrain up` ran
 
     registered = asyncio.Event()  # `kubectl logs` right after `kubetrain up` finds the node
 
@@ -81,7 +80,6 @@ def workloads(
             ca_key=os.path.join(paths.pki, tls.CA_KEY),
             token=node_settings.token_of(cluster.configuration),
             environment=environment,
-            working_dir=working_dir,
         )
         if node_backoff is not None:
             config = dataclasses.replace(

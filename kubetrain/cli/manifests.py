@@ -10,8 +10,9 @@
 
 The command is the container's ``command`` as an argv list, never a shell string. Resources
 are per replica (per node for a TrainJob), with requests equal to limits as the Kubeflow SDK
-sets them. Images are not pulled on the local control plane, so the default image is a
-placeholder; a cluster needs ``--image``.
+sets them. The default image of the v1 kinds is the host image
+(:mod:`kubetrain.local.node.hostimage`): the local node runs the command on this machine; a
+cluster needs ``--image``. A TrainJob's default is its runtime's image.
 
 Owns: building those dicts. Pure: the name, when generated, is passed in.
 """
@@ -22,10 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain import api
 from kubetrain.cli import jobkinds
 from kubetrain.cli.errors import UserError
+from kubetrain.local.node import hostimage
 
-DEFAULT_IMAGE = "kubetrain.local/host-python:latest"  # a placeholder: the local node runs argv
+DEFAULT_IMAGE = hostimage.HOST_IMAGE
 DEFAULT_RUNTIME = "torch-distributed"
 GPU_RESOURCE = "nvidia.com/gpu"
 
@@ -59,6 +62,13 @@ class Submission:
     runtime: str = DEFAULT_RUNTIME
     runtime_kind: str | None = None  # None: the API default, ClusterTrainingRuntime
     restart_policy: str | None = None
+
+
+def default_restart_policy(framework: str) -> str:
+    """The restartPolicy a replica of ``framework`` gets when ``--restart-policy`` is not given:
+    the API's default for its kind."""
+    kind = FRAMEWORKS[framework]
+    return next(k.DEFAULT_RESTART_POLICY for k in api.V1_KINDS if kind == k.KIND)
 
 
 def parse_pairs(values: Sequence[str], what: str) -> tuple[tuple[str, str], ...]:

@@ -14,7 +14,9 @@ line on stderr per change. The command ends when the job does:
 
 ``-f`` may be given several times: the files are read as one, in order, and must hold exactly
 one job between them; the other objects (a runtime, a ConfigMap) are applied first, as
-``apply`` would.
+``apply`` would. The job's pods of the host image run in the directory the command was typed
+in (:mod:`kubetrain.cli.workdir`); ``--dry-run`` prints what would be submitted, that
+included, and touches no server.
 
 Owns: the command line, the terminal handling and the sequence above. The texts are
 :mod:`kubetrain.cli.liveview`, the logs :mod:`kubetrain.cli.logstream`.
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import shutil
 import signal
 import sys
@@ -32,6 +35,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TextIO
+
+import yaml
 
 from kubetrain import _aio, kube
 from kubetrain.cli import (
@@ -46,6 +51,7 @@ from kubetrain.cli import (
     output,
     replicas,
     target,
+    workdir,
 )
 from kubetrain.kube import resource, watch
 
@@ -75,12 +81,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the job manifest, or - for stdin; several -f are read as one (exactly one job "
         "among them; the other objects, such as its runtime, are applied first)",
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the objects as they would be submitted (the job with the working "
+        "directory its host-image pods get); submit nothing",
+    )
     target.add_arguments(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dry_run:
+        return errors.run(args, lambda: _dry_run(args))
     return errors.run(args, lambda: _run(args))
+
+
+async def _read(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The objects of the files, the job among them written for the directory typed in, and
+    that job."""
+    objects = await apply.read(args.filename)
+    found = [i for i, obj in enumerate(objects) if jobkinds.is_job(obj)]
+    if len(found) != 1:
+        kinds = ", ".join(k.kind for k in jobkinds.KINDS)
+        files = ", ".join(args.filename)
+        holds = "holds" if len(args.filename) == 1 else "hold"
+        raise errors.UserError(
+            f"{files} {holds} {len(found)} jobs; `kubetrain run` takes exactly one "
+            f"({kinds}); `kubetrain apply` takes several"
+        )
+    objects[found[0]] = workdir.typed_in(objects[found[0]], os.getcwd())
+    return objects, objects[found[0]]
+
+
+async def _dry_run(args: argparse.Namespace) -> int:
+    objects, _ = await _read(args)
+    sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False, allow_unicode=True))
+    return 0
 
 
 class Screen:
@@ -189,17 +226,7 @@ def _now() -> datetime:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    objects = await apply.read(args.filename)
-    found = [obj for obj in objects if jobkinds.is_job(obj)]
-    if len(found) != 1:
-        kinds = ", ".join(k.kind for k in jobkinds.KINDS)
-        files = ", ".join(args.filename)
-        holds = "holds" if len(args.filename) == 1 else "hold"
-        raise errors.UserError(
-            f"{files} {holds} {len(found)} jobs; `kubetrain run` takes exactly one "
-            f"({kinds}); `kubetrain apply` takes several"
-        )
-    manifest = found[0]
+    objects, manifest = await _read(args)
     kind = jobkinds.of(manifest)
     screen = Screen(sys.stdout, sys.stderr, tty=sys.stdout.isatty())
     async with target.connect(args) as tgt:

@@ -2,7 +2,9 @@
 without writing YAML, Arena-style.
 
 ``--dry-run`` prints the manifest (it passes ``kubetrain validate``) and touches no server.
-Otherwise the job is created and the next commands to try are printed.
+Otherwise the job is created and the next commands to try are printed. Either way, a pod of
+the host image runs in the directory the command was typed in (:mod:`kubetrain.cli.workdir`),
+so ``-- python3 train.py`` finds ``./train.py``.
 
 Owns: the command line; the manifest is :mod:`kubetrain.cli.manifests`.
 """
@@ -10,14 +12,16 @@ Owns: the command line; the manifest is :mod:`kubetrain.cli.manifests`.
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import string
 import sys
+from typing import Any
 
 import yaml
 
 from kubetrain import kube
-from kubetrain.cli import errors, jobkinds, manifests, target
+from kubetrain.cli import errors, jobkinds, manifests, target, workdir
 
 NAME_ALPHABET = string.ascii_lowercase + string.digits
 
@@ -45,10 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         sub.add_argument(
             "--restart-policy",
             choices=("Never", "OnFailure", "Always", "ExitCode"),
-            help="replica restartPolicy (default: the API's, Never)",
+            help="replica restartPolicy (default: the API's for a "
+            f"{kind}, {manifests.default_restart_policy(framework)})",
         )
         _common(
-            sub, image_default=f"{manifests.DEFAULT_IMAGE}, a placeholder the local node ignores"
+            sub,
+            image_default=f"{manifests.DEFAULT_IMAGE}, the host image: the local node runs "
+            "the command on this machine, in the directory this command is typed in",
         )
         if framework in ("pytorch", "mpi"):
             sub.add_argument(
@@ -74,7 +81,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="kind of the runtime (default ClusterTrainingRuntime)",
     )
     sub.add_argument("--nproc-per-node", metavar="N", help="numProcPerNode")
-    _common(sub, image_default="the runtime's")
+    _common(
+        sub,
+        image_default="the runtime's; with the host image "
+        f"{manifests.DEFAULT_IMAGE}, the command's files here are given by absolute path",
+    )
 
 
 _LAYOUT = {
@@ -129,10 +140,16 @@ def submission(args: argparse.Namespace) -> manifests.Submission:
     )
 
 
+def manifest_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The job to submit: built from the options, run from the directory typed in
+    (:mod:`kubetrain.cli.workdir`)."""
+    return workdir.typed_in(manifests.build(submission(args)), os.getcwd())
+
+
 def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         try:
-            manifest = manifests.build(submission(args))
+            manifest = manifest_of(args)
         except errors.UserError as exc:
             print(f"kubetrain: {exc}", file=sys.stderr)
             return exc.code
@@ -142,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _submit(args: argparse.Namespace) -> int:
-    manifest = manifests.build(submission(args))
+    manifest = manifest_of(args)
     kind = jobkinds.of(manifest)
     name = manifest["metadata"]["name"]
     async with target.connect(args) as tgt:
@@ -157,8 +174,8 @@ async def _submit(args: argparse.Namespace) -> int:
             ) from exc
         if not tgt.local and not args.image and kind.v1:
             print(
-                f"note: the image is the placeholder {manifests.DEFAULT_IMAGE}; "
-                "a cluster needs --image",
+                f"note: the image is the host image {manifests.DEFAULT_IMAGE}, which only "
+                "kubetrain's local node runs; a cluster needs --image",
                 file=sys.stderr,
             )
     print(f"{kind.qualified}/{name} created")

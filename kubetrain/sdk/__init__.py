@@ -20,9 +20,13 @@ synchronous; each client runs its own event loop in a background thread.
     for line in client.get_job_logs(job, follow=True):
         print(line)
 
+:data:`HOST_IMAGE` names "this machine's Python environment" as an image: the local node runs
+every pod on this machine, and the CLI gives pods of this image the directory it was typed in.
+
 The modules behind this package are private; import from here (or from ``kubetrain``).
 """
 
+from kubetrain.local.node.hostimage import HOST_IMAGE
 from kubetrain.sdk._errors import (
     InvalidTrainer,
     JobFailedError,
@@ -55,6 +59,7 @@ from kubetrain.sdk._types import (
 )
 
 __all__ = [
+    "HOST_IMAGE",
     "Annotations",
     "CommandTrainer",
     "CustomTrainer",

@@ -590,7 +590,6 @@ class Agent:
                 *(config.environment or (("PATH", DEFAULT_PATH),)),
                 *podssh.environment(tools.program(config.root, podssh.PROGRAM)),
             ),
-            working_dir=config.working_dir,
             api=api_address(self.client.host),
             api_credentials=not self._no_credentials,
             entrypoints=tools.ENTRYPOINTS,

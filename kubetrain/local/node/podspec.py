@@ -225,7 +225,6 @@ class Host:
     address: str
     allocatable: Mapping[str, Any] = field(default_factory=dict)
     base_env: tuple[tuple[str, str], ...] = ()
-    working_dir: str = ""  # for containers that name none, as an image's WORKDIR would
     api: tuple[str, int] | None = None  # the API server's host and port, as the node reaches it
     api_credentials: bool = True  # False: the kube-api-access mount cannot be shown here
     entrypoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by image name
@@ -742,7 +741,7 @@ def container_spec(
         name=name,
         argv=argv,
         env=tuple(final.items()),
-        working_dir=str(container.get("workingDir") or host.working_dir),
+        working_dir=str(container.get("workingDir") or ""),  # "": a fresh one, the node's
         mounts=mounts,
         memory_limit=memory_limit(container),
         gpus=tuple(gpus),

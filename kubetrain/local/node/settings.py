@@ -77,9 +77,6 @@ class Settings:
     path_prefix: tuple[str, ...] | None = None  # None: the runtime's default (this Python's bin)
     log_max_bytes: int | None = None
     isolation: Literal["auto", "namespace", "none"] = "auto"
-    # where containers that name no workingDir run (an image's WORKDIR); "" = a fresh
-    # directory per container. The local control plane uses the directory it was started in.
-    working_dir: str = ""
 
     @property
     def node_name(self) -> str:

@@ -136,3 +136,15 @@ def test_pairs_need_a_key_and_an_equals_sign() -> None:
         manifests.parse_pairs(["A"], "--env")
     with pytest.raises(UserError):
         manifests.parse_pairs(["=1"], "--env")
+
+
+@pytest.mark.parametrize("framework", list(manifests.FRAMEWORKS))
+def test_the_restart_policy_help_names_what_the_job_gets(framework: str) -> None:
+    """``--restart-policy``'s help says its default with this function: the policy the API
+    defaults every replica of the built job to."""
+    review = api.review(manifests.build(submission(framework, workers=2)))
+    assert review.obj is not None
+    defaulted = review.obj.to_dict()["spec"]
+    replicas = next(v for k, v in defaulted.items() if k.endswith("ReplicaSpecs"))
+    policies = {spec["restartPolicy"] for spec in replicas.values()}
+    assert policies == {manifests.default_restart_policy(framework)}
