@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint unit crds manifests clean envtest
+.PHONY: run test lint unit crds k8s-openapi manifests clean envtest
 
 # A real Kubernetes control plane for the tests that run against one (envtest's convention:
 # KUBEBUILDER_ASSETS names a directory with kube-apiserver, kube-controller-manager,
@@ -72,6 +72,12 @@ lint: $(STAMP)
 ## crds: regenerate deploy/crds from the API types
 crds: $(STAMP)
 	$(BIN)/kubetrain crds --output-dir deploy/crds
+
+## k8s-openapi: fetch the pod template's (and friends') OpenAPI definitions from the real
+## kube-apiserver once, keep them in kubetrain/api/_k8sopenapi.py, and regenerate deploy/crds
+k8s-openapi: $(STAMP) $(ENVTEST_STAMP)
+	$(BIN)/python tools/k8s_openapi.py kubetrain/api/_k8sopenapi.py
+	$(MAKE) crds
 
 ## manifests: regenerate everything under deploy/ that comes from the package
 manifests: crds

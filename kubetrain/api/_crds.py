@@ -8,10 +8,12 @@ tables below, each keyed by a model class and field, and each copied from upstre
 Training Operator v1.9.4 (MXJob: v1.8.1) and Trainer master (v2.1 for the fields master
 dropped).
 
-The schemas are structural, as Kubernetes requires: every node has a type, there are no
-``$ref`` s, and Kubernetes objects kubetrain does not model (pod templates, env vars, resource
-requirements, a JobSet spec) are objects whose unknown fields are preserved. Pydantic's own
-JSON schema is not used because its ``$defs``/``anyOf`` form is not structural.
+The schemas are structural, as Kubernetes requires: every node has a type and there are no
+``$ref`` s. Pydantic's own JSON schema is not used because its ``$defs``/``anyOf`` form is not
+structural. The Kubernetes objects kubetrain keeps as written (pod templates, env vars,
+resource requirements, volumes, a JobSet spec) get the full schema of their Kubernetes type,
+made from Kubernetes' own OpenAPI (:mod:`_k8sschemas`) at the places :mod:`_kubeobjects`
+names, so a cluster prunes and refuses unknown fields there as kubetrain's admission does.
 
 This module returns plain dicts. It must not read or write files, import YAML or change
 the models; ``kubetrain crds`` does the writing.
@@ -28,7 +30,7 @@ import annotated_types
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from kubetrain.api import _trainer, _v1
+from kubetrain.api import _k8sschemas, _kubeobjects, _trainer, _v1
 
 Schema = dict[str, Any]
 
@@ -148,26 +150,26 @@ _FIELD_EXTRAS: dict[tuple[type[BaseModel], str], Schema] = {
         "maxLength": 2048,
         "x-kubernetes-validations": [_STORAGE_URI],
     },
-    (_trainer.InitializerSource, "env"): {"maxItems": 128},
+    (_trainer.InitializerSource, "env"): {"maxItems": 128, **_map_list("name")},
     (_trainer.Trainer, "image"): {"maxLength": 500},
     (_trainer.Trainer, "command"): {"maxItems": 128, "items": {"maxLength": 1048576}},
     (_trainer.Trainer, "args"): {"maxItems": 128, "items": {"maxLength": 1048576}},
-    (_trainer.Trainer, "env"): {"maxItems": 128},
+    (_trainer.Trainer, "env"): {"maxItems": 128, **_map_list("name")},
     (_trainer.Trainer, "num_nodes"): {"minimum": 0},
     (_trainer.Trainer, "num_proc_per_node"): {"x-kubernetes-validations": [_TRAINER_PROCS]},
     (_trainer.TargetJob, "name"): {"minLength": 1},
     (_trainer.ContainerOverride, "name"): {"minLength": 1, "maxLength": 253},
-    (_trainer.ContainerOverride, "env"): {"maxItems": 128},
-    (_trainer.ContainerOverride, "volume_mounts"): {"maxItems": 128},
+    (_trainer.ContainerOverride, "env"): {"maxItems": 128, **_map_list("name")},
+    (_trainer.ContainerOverride, "volume_mounts"): {"maxItems": 128, **_map_list("name")},
     # Shared by v2.1's podTemplateOverrides (an atomic list) and master's runtimePatches, so
     # master's immutability rules are left out: a rule on oldSelf inside an atomic list makes
     # the whole CRD invalid. Bounds are safe in both places.
     (_trainer.PodSpecOverride, "service_account_name"): {"maxLength": 253},
     (_trainer.PodSpecOverride, "tolerations"): {"maxItems": 128},
-    (_trainer.PodSpecOverride, "volumes"): {"maxItems": 128},
+    (_trainer.PodSpecOverride, "volumes"): {"maxItems": 128, **_map_list("name")},
     (_trainer.PodSpecOverride, "init_containers"): {"maxItems": 64, **_map_list("name")},
     (_trainer.PodSpecOverride, "containers"): {"maxItems": 64, **_map_list("name")},
-    (_trainer.PodSpecOverride, "scheduling_gates"): {"maxItems": 16},
+    (_trainer.PodSpecOverride, "scheduling_gates"): {"maxItems": 16, **_map_list("name")},
     (_trainer.PodSpecOverride, "image_pull_secrets"): {"maxItems": 64},
     (_trainer.PodSpecOverride, "termination_grace_period_seconds"): {"minimum": 0},
     (_trainer.JobSetSpecPatch, "replicated_jobs"): {"maxItems": 100, **_map_list("name")},
@@ -448,19 +450,24 @@ def _field_schema(model: type[BaseModel], name: str, field: FieldInfo) -> Schema
     annotation: Any = field.annotation
     if field.metadata:
         annotation = Annotated[(annotation, *field.metadata)]  # type: ignore[valid-type]
-    schema = _type_schema(annotation, f"{model.__name__}.{name}")
+    kube = _kubeobjects.FIELDS.get((model, name))
+    schema = _type_schema(annotation, f"{model.__name__}.{name}", kube)
     _merge(schema, _FIELD_EXTRAS.get((model, name), {}))
     return schema
 
 
-def _type_schema(tp: Any, where: str) -> Schema:
-    """The schema of one annotation; ``where`` names the field in errors."""
+def _type_schema(tp: Any, where: str, kube: Schema | None = None) -> Schema:
+    """The schema of one annotation; ``where`` names the field in errors. ``kube`` is the
+    Kubernetes type of the object the annotation keeps as written (``KubeObject`` or ``Any``),
+    if :mod:`_kubeobjects` names one."""
     tp, bounds = _unwrap(tp, where)
     origin = typing.get_origin(tp)
+    if kube is not None and _kubeobjects.is_kube_object(tp):
+        return _k8sschemas.structural(kube)
     if tp is Any:
         return {"x-kubernetes-preserve-unknown-fields": True}
     if origin in (Union, types.UnionType):
-        return _union_schema(tp, where)
+        return _union_schema(tp, where, kube)
     if origin is Literal:
         values = list(typing.get_args(tp))
         if not all(isinstance(v, str) for v in values):
@@ -468,7 +475,7 @@ def _type_schema(tp: Any, where: str) -> Schema:
         return {"type": "string", "enum": values}
     if origin is list:
         (item,) = typing.get_args(tp)
-        schema = {"type": "array", "items": _type_schema(item, f"{where}[]")}
+        schema = {"type": "array", "items": _type_schema(item, f"{where}[]", kube)}
         return _with_sizes(schema, bounds, "Items")
     if origin is dict:
         key, value = typing.get_args(tp)
@@ -476,7 +483,8 @@ def _type_schema(tp: Any, where: str) -> Schema:
             raise TypeError(f"{where}: map keys must be strings, got {key!r}")
         if value is Any:  # a Kubernetes object kubetrain does not model
             return {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        return {"type": "object", "additionalProperties": _type_schema(value, f"{where}{{}}")}
+        extra = _type_schema(value, f"{where}{{}}", kube)
+        return {"type": "object", "additionalProperties": extra}
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return _model_schema(tp)
     if tp is bool:
@@ -490,10 +498,10 @@ def _type_schema(tp: Any, where: str) -> Schema:
     raise TypeError(f"{where}: no CRD schema for {tp!r}; teach kubetrain.api._crds this type")
 
 
-def _union_schema(tp: Any, where: str) -> Schema:
+def _union_schema(tp: Any, where: str, kube: Schema | None) -> Schema:
     members = [m for m in typing.get_args(tp) if m is not type(None)]
     if len(members) == 1:
-        return _type_schema(members[0], where)
+        return _type_schema(members[0], where, kube)
     bases = {_unwrap(m, where)[0] for m in members}
     if bases == {int, str}:
         return {"x-kubernetes-int-or-string": True}

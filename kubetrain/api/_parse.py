@@ -13,6 +13,7 @@ a field was known can still be read (a runtime looked up by a TrainJob); admissi
 from __future__ import annotations
 
 import difflib
+import functools
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -21,7 +22,7 @@ from typing import Any, Union
 from pydantic import BaseModel, ValidationError
 
 from kubetrain.api import _fielderrors as fe
-from kubetrain.api import _podtemplate, _trainer, _v1
+from kubetrain.api import _k8sschemas, _kubeobjects, _podtemplate, _trainer, _v1
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._model import Model
 
@@ -102,52 +103,27 @@ def parse(raw: Any) -> tuple[Resource | None, list[FieldError]]:
         return None, translate(exc, model)
 
 
-# Where the trainer kinds keep Kubernetes objects as written, and their type (as
-# ``_podfields`` names it): a path of wire names, ``[]`` for every item of a list, ``{}`` for
-# every value of a map (a v1 job keeps a pod template in each value of its replica specs).
-Where = tuple[tuple[str, ...], str]
-_TRAINJOB_OBJECTS: tuple[Where, ...] = (
-    (("spec", "trainer", "env"), _podtemplate.ENV),
-    (("spec", "trainer", "resourcesPerNode"), _podtemplate.RESOURCES),
-    (("spec", "initializer", "dataset", "env"), _podtemplate.ENV),
-    (("spec", "initializer", "model", "env"), _podtemplate.ENV),
-    # an override's spec is a part of a PodSpec; its own fields are modelled, what is inside
-    # them (volumes, tolerations, a container's env and mounts) is checked here
-    (("spec", "podTemplateOverrides", "[]", "spec"), _podtemplate.POD_SPEC),
-    (
-        (
-            *("spec", "runtimePatches", "[]", "trainingRuntimeSpec", "template", "spec"),
-            *("replicatedJobs", "[]", "template", "spec", "template", "spec"),
-        ),
-        _podtemplate.POD_SPEC,
-    ),
-)
-_RUNTIME_OBJECTS: tuple[Where, ...] = (
-    (("spec", "template", "spec", "replicatedJobs", "[]", "template"), _podtemplate.JOB_TEMPLATE),
-)
-
-
 def unknown_template_fields(raw: Any) -> list[FieldError]:
     """Unknown field names inside the Kubernetes objects ``raw`` keeps as written (its pod
     templates, and for TrainJobs the env, resources and override parts), each with its full
-    path and the nearest known name, as kube-apiserver's strict decoding finds them in a CRD
-    that carries the PodTemplateSpec schema. Nothing for an object no kind selects."""
+    path and the nearest known name: every place :mod:`_kubeobjects` names, checked against
+    the schema the kind's CRD carries there, so kube-apiserver's strict decoding refuses the
+    same fields. Nothing for an object no kind selects."""
     model, _ = model_for(raw)
     if model is None:
         return []
-    if issubclass(model, _v1.JobKind):
-        places: tuple[Where, ...] = (
-            (("spec", model.REPLICA_FIELD, "{}", "template"), _podtemplate.POD_TEMPLATE),
-        )
-    elif model is _trainer.TrainJob:
-        places = _TRAINJOB_OBJECTS
-    else:
-        places = _RUNTIME_OBJECTS
     errors: list[FieldError] = []
-    for steps, reference in places:
+    for steps, schema in _schemas_of(model):
         for value, path in _values_at(raw, steps, Path()):
-            errors += _podtemplate.unknown_fields(value, reference, path)
+            errors += _podtemplate.unknown_fields(value, schema, path)
     return errors
+
+
+@functools.cache  # ten kinds; the schemas are read, never changed
+def _schemas_of(model: type[Model]) -> tuple[tuple[_kubeobjects.Steps, Mapping[str, Any]], ...]:
+    return tuple(
+        (steps, _k8sschemas.structural(node)) for steps, node in _kubeobjects.places(model)
+    )
 
 
 def _values_at(value: Any, steps: tuple[str, ...], path: Path) -> Iterator[tuple[Any, Path]]:

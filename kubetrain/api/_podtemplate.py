@@ -6,22 +6,20 @@ read containers (name, image, command, args, env, ports, resources) to build env
 count resources, so those parts must have the shape Kubernetes gives them, and a wrong shape is
 reported here with its field path instead of failing later in a controller.
 
-Every field name inside a template is checked against Kubernetes' own types
-(:mod:`_podfields`, generated from the Kubernetes client's models), so a misspelt
-``comand:`` is an error naming its path, as kube-apiserver's strict decoding reports it for
-CRDs that carry the PodTemplateSpec schema, instead of a field dropped without a word.
+Every field name inside a template is checked against the structural schema of its
+Kubernetes type (:func:`unknown_fields`), the very schema the CRDs carry there, so a misspelt
+``comand:`` is an error naming its path, where kube-apiserver's strict decoding refuses it
+too, instead of a field dropped without a word.
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api import _fielderrors as fe
-from kubetrain.api import _podfields
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 
 _QUANTITY = re.compile(
@@ -243,24 +241,6 @@ def _check_string_map(value: Any, path: Path) -> list[FieldError]:
 
 # --- unknown fields ----------------------------------------------------------------------------
 
-POD_TEMPLATE = "V1PodTemplateSpec"
-POD_SPEC = "V1PodSpec"
-JOB_TEMPLATE = "V1JobTemplateSpec"
-ENV = "[V1EnvVar]"
-RESOURCES = "V1ResourceRequirements"
-
-
-@functools.cache
-def fields_of(type_name: str) -> dict[str, str]:
-    """The wire fields of a Kubernetes type in :mod:`_podfields`, each with the reference of
-    its value (``""``: not looked into; ``T``, ``[T]``, ``{T}``); empty for an unknown type."""
-    entry = _podfields.TYPES.get(type_name, "")
-    out: dict[str, str] = {}
-    for word in entry.split():
-        name, _, reference = word.partition(":")
-        out[name] = reference
-    return out
-
 
 def unknown_field(path: str, accepted: Sequence[str]) -> FieldError:
     """``<path>: Unknown field: did you mean "<nearest>"?``, or the accepted names when none is
@@ -277,39 +257,33 @@ def unknown_field(path: str, accepted: Sequence[str]) -> FieldError:
     return FieldError(ErrorType.UNKNOWN_FIELD, path, detail)
 
 
-def unknown_fields(value: Any, reference: str, path: Path) -> list[FieldError]:
-    """Every field inside ``value`` that its Kubernetes type does not have, with its full path.
+def unknown_fields(value: Any, schema: Mapping[str, Any] | None, path: Path) -> list[FieldError]:
+    """Every field inside ``value`` that its structural ``schema`` does not name, with its full
+    path: what kube-apiserver prunes from a custom resource, and refuses under strict field
+    validation, by the same schema (the CRD's, :mod:`_k8sschemas`).
 
-    ``reference`` names the type as :mod:`_podfields` does (``V1PodSpec``, ``[V1EnvVar]``).
-    A value of another shape than its type (a list for an object) is left alone here: the
-    shape checks and the API server report it.
+    As kube's pruning, it looks into the properties of objects, the values of maps and the
+    items of lists, and not below ``x-kubernetes-preserve-unknown-fields``. A value of another
+    shape than its schema (a list for an object) is left alone here: the schema's type check
+    reports it.
     """
-    if not reference:
+    if not schema or schema.get("x-kubernetes-preserve-unknown-fields") is True:
         return []
-    if reference.startswith("["):
-        if not isinstance(value, list):
-            return []
-        inner = reference[1:-1]
+    if isinstance(value, list):
+        items = schema.get("items")
         return [
-            e for i, item in enumerate(value) for e in unknown_fields(item, inner, path.index(i))
+            e for i, item in enumerate(value) for e in unknown_fields(item, items, path.index(i))
         ]
-    if reference.startswith("{"):
-        if not isinstance(value, Mapping):
-            return []
-        inner = reference[1:-1]
-        return [
-            e
-            for key, item in value.items()
-            for e in unknown_fields(item, inner, path.key(str(key)))
-        ]
-    if not isinstance(value, Mapping):
+    if not isinstance(value, Mapping) or schema.get("type") != "object":
         return []
-    fields = fields_of(reference)
+    properties: Mapping[str, Any] = schema.get("properties") or {}
+    extra = schema.get("additionalProperties")
     errors: list[FieldError] = []
     for key, item in value.items():
-        where = path.child(str(key))
-        if key not in fields:
-            errors.append(unknown_field(str(where), list(fields)))
-        else:
-            errors += unknown_fields(item, fields[key], where)
+        if key in properties:
+            errors += unknown_fields(item, properties[key], path.child(str(key)))
+        elif isinstance(extra, Mapping):
+            errors += unknown_fields(item, extra, path.key(str(key)))
+        elif extra is not True:
+            errors.append(unknown_field(str(path.child(str(key))), list(properties)))
     return errors

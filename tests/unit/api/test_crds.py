@@ -20,7 +20,7 @@ import yaml
 from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr
 
 from kubetrain import api
-from kubetrain.api import _crds, _trainer, _v1
+from kubetrain.api import _crds, _k8sschemas, _kubeobjects, _trainer, _v1
 from kubetrain.api._model import NonNegInt32
 from tests.builders import job
 
@@ -347,6 +347,7 @@ def test_object_nodes_are_well_formed() -> None:
 
 
 def test_arrays_have_items_and_map_lists_have_required_scalar_keys() -> None:
+    """A map-list key must be required or defaulted (a port's protocol defaults to TCP)."""
     for kind, path, node in every_node():
         if node.get("type") != "array":
             continue
@@ -355,7 +356,8 @@ def test_arrays_have_items_and_map_lists_have_required_scalar_keys() -> None:
         if list_type == "map":
             items = node["items"]
             for key in node["x-kubernetes-list-map-keys"]:
-                assert key in items.get("required", []), f"{kind}{path}: key {key}"
+                required = key in items.get("required", [])
+                assert required or "default" in items["properties"][key], f"{kind}{path}: {key}"
                 assert items["properties"][key]["type"] in ("string", "integer"), path
         elif list_type == "set":
             assert node["items"]["type"] in ("string", "integer"), f"{kind}{path}"
@@ -370,9 +372,16 @@ def test_enums_and_defaults_conform_to_their_own_node() -> None:
             assert violations(node["default"], node) == [], f"{kind}{path}: default"
 
 
+# JobSet types its coordinator's indexes as Go ints, which its CRD writes without a format.
+UNSIZED_INTEGERS = (
+    ".spec.template.spec.coordinator.jobIndex",
+    ".spec.template.spec.coordinator.podIndex",
+)
+
+
 def test_integers_carry_a_kubernetes_format() -> None:
     for kind, path, node in every_node():
-        if node.get("type") == "integer":
+        if node.get("type") == "integer" and path not in UNSIZED_INTEGERS:
             assert node.get("format") in ("int32", "int64"), f"{kind}{path}"
 
 
@@ -420,25 +429,33 @@ def test_cel_rules_refer_only_to_fields_in_the_schema() -> None:
 # --- every model field is in the schema -----------------------------------------------------
 
 
-def assert_covers(annotation: Any, node: dict[str, Any], where: str) -> None:
-    """Walk a model annotation and its schema node together; every field must be present."""
+def assert_covers(
+    annotation: Any, node: dict[str, Any], where: str, kube: dict[str, Any] | None = None
+) -> None:
+    """Walk a model annotation and its schema node together; every field must be present, and
+    a Kubernetes object kubetrain keeps as written has the schema of its Kubernetes type."""
     origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        assert_covers(typing.get_args(annotation)[0], node, where)
+    if kube is not None and _kubeobjects.is_kube_object(annotation):
+        expected = _k8sschemas.structural(kube)
+        assert node["type"] == expected["type"], where
+        assert node.get("properties") == expected.get("properties"), where
+        assert node.get("additionalProperties") == expected.get("additionalProperties"), where
+    elif origin is Annotated:
+        assert_covers(typing.get_args(annotation)[0], node, where, kube)
     elif origin in (Union, types.UnionType):
         for member in typing.get_args(annotation):
             if member is not type(None):
-                assert_covers(member, node, where)
+                assert_covers(member, node, where, kube)
     elif origin is list:
         assert node["type"] == "array", where
-        assert_covers(typing.get_args(annotation)[0], node["items"], f"{where}[]")
+        assert_covers(typing.get_args(annotation)[0], node["items"], f"{where}[]", kube)
     elif origin is dict:
         value = typing.get_args(annotation)[1]
         assert node["type"] == "object", where
         if value is Any:
             assert node.get("x-kubernetes-preserve-unknown-fields") is True, where
         else:
-            assert_covers(value, node["additionalProperties"], f"{where}{{}}")
+            assert_covers(value, node["additionalProperties"], f"{where}{{}}", kube)
     elif origin is Literal:
         assert node["enum"] == list(typing.get_args(annotation)), where
     elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -446,7 +463,8 @@ def assert_covers(annotation: Any, node: dict[str, Any], where: str) -> None:
         for name, field in annotation.model_fields.items():
             wire = field.alias or name
             assert wire in node.get("properties", {}), f"{where}.{wire} is missing from the CRD"
-            assert_covers(field.annotation, node["properties"][wire], f"{where}.{wire}")
+            kube = _kubeobjects.FIELDS.get((annotation, name))
+            assert_covers(field.annotation, node["properties"][wire], f"{where}.{wire}", kube)
         assert set(node.get("properties", {})) == {
             f.alias or n for n, f in annotation.model_fields.items()
         }, f"{where}: the CRD has fields the model does not"
@@ -503,12 +521,26 @@ TYPE_CASES = [
         {"type": "object", "additionalProperties": {"type": "object"}},
     ),
     (
-        "a list of env vars",
+        "a list of env vars, merged by name",
         "TrainJob",
         "spec.trainer.env",
         {
             "type": "array",
-            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name"]},
+        },
+    ),
+    (
+        "a resource list",
+        "PyTorchJob",
+        "spec.runPolicy.schedulingPolicy.minResources",
+        {
+            "type": "object",
+            "additionalProperties": {
+                "pattern": _k8sschemas.QUANTITY_PATTERN,
+                "x-kubernetes-int-or-string": True,
+            },
         },
     ),
     (
@@ -518,10 +550,15 @@ TYPE_CASES = [
         {"type": "object", "additionalProperties": {"type": "string"}},
     ),
     (
-        "a JobSet spec",
+        "a JobSet's replicated jobs",
         "TrainingRuntime",
-        "spec.template.spec",
-        {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+        "spec.template.spec.replicatedJobs",
+        {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "required": ["name", "template"]},
+        },
     ),
 ]
 
@@ -589,12 +626,45 @@ def test_int_bounds_appear_only_where_tighter_than_the_format() -> None:
             assert node.get("maximum", 0) < high, f"{kind}{path}"
 
 
-def test_pod_templates_keep_unknown_fields() -> None:
+def test_pod_templates_carry_the_pod_template_spec_schema() -> None:
     template = at(schema_of("TFJob"), "spec.tfReplicaSpecs")["additionalProperties"]
-    assert template["properties"]["template"] == {
-        "type": "object",
-        "x-kubernetes-preserve-unknown-fields": True,
+    assert template["properties"]["template"] == _k8sschemas.structural(
+        _k8sschemas.ref("io.k8s.api.core.v1.PodTemplateSpec")
+    )
+    container = at(template, "template.spec.containers.[]")
+    assert container["required"] == ["name"]
+    assert "x-kubernetes-preserve-unknown-fields" not in container
+
+
+def test_only_the_empty_ml_policies_keep_unknown_fields() -> None:
+    """Everything else is pruned and refused as unknown by a real API server too."""
+    kept = {
+        path for _, path, node in every_node() if node.get("x-kubernetes-preserve-unknown-fields")
     }
+    assert kept == {".spec.mlPolicy.jax", ".spec.mlPolicy.xgboost"}
+
+
+def test_every_kubernetes_object_a_model_keeps_has_its_type_named() -> None:
+    """A ``KubeObject`` field left out of _kubeobjects.FIELDS would keep anything, unchecked."""
+    for model in MODELS.values():
+        for name, field in model.model_fields.items():
+            if name == "metadata":
+                continue  # an object's own metadata is the API server's
+            assert not _unnamed(field.annotation, model, name), f"{model.__name__}.{name}"
+
+
+def _unnamed(
+    tp: Any, model: type[BaseModel], name: str, seen: frozenset[Any] = frozenset()
+) -> bool:
+    """Whether ``tp`` (model.name's annotation) holds a KubeObject with no type named."""
+    origin = typing.get_origin(tp)
+    if _kubeobjects.is_kube_object(tp):
+        return (model, name) not in _kubeobjects.FIELDS
+    if origin in (Annotated, Union, types.UnionType, list, dict):
+        return any(_unnamed(arg, model, name, seen) for arg in typing.get_args(tp))
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and tp not in seen:
+        return any(_unnamed(f.annotation, tp, n, seen | {tp}) for n, f in tp.model_fields.items())
+    return False
 
 
 # --- upstream's rules, defaults and requirements -------------------------------------------
@@ -761,9 +831,35 @@ def test_upstream_crd_defaults(kind: str, path: str, default: Any) -> None:
     assert node_at(kind, path)["default"] == default
 
 
+# Defaults inside Kubernetes types, as Kubernetes' and JobSet's definitions declare them.
+KUBERNETES_DEFAULTS = {
+    "protocol": "TCP",  # a container port's
+    "groupName": "default",  # a JobSet's replicated job's
+    "replicas": 1,  # a JobSet's replicated job's
+    "restartStrategy": "Recreate",  # a JobSet's failure policy's
+    "whenDeleted": "Delete",  # a JobSet's volume claim retention
+}
+
+
 def test_no_defaults_beyond_upstream_ones() -> None:
-    found = {(kind, path) for kind, path, node in every_node() if "default" in node}
+    found = {
+        (kind, path)
+        for kind, path, node in every_node()
+        if "default" in node and not inside_kubernetes_object(kind, path)
+    }
     assert found == {(kind, f".{path}") for _, kind, path, _ in DEFAULTS}
+    for kind, path, node in every_node():
+        if "default" in node and inside_kubernetes_object(kind, path):
+            field = re.split(r"[.\[\]{}]+", path.rstrip("[]{}"))[-1]
+            assert node["default"] == KUBERNETES_DEFAULTS[field], f"{kind}{path}"
+
+
+def inside_kubernetes_object(kind: str, path: str) -> bool:
+    prefixes = [
+        "." + "".join(s if s in ("[]", "{}") else f".{s}" for s in steps).lstrip(".")
+        for steps, _ in _kubeobjects.places(MODELS[kind])
+    ]
+    return any(path.startswith(p) for p in prefixes)
 
 
 REQUIRED = [

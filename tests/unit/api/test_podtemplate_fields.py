@@ -127,9 +127,19 @@ def test_known_fields_everywhere_in_a_template_are_accepted() -> None:
     )
     doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["metadata"] = {
         "labels": {"a": "b"},
-        "creationTimestamp": None,
+        "annotations": {"c": "d"},
     }
     assert api.review(doc).ok, api.review(doc).messages()
+
+
+def test_a_template_keeps_only_the_metadata_a_crd_may_carry() -> None:
+    """kube-apiserver refuses ``creationTimestamp: null`` inside a template under strict
+    validation (controller-gen's embedded ObjectMeta has five fields); admission says so too."""
+    doc = pytorch_template(metadata={"labels": {"a": "b"}, "creationTimestamp": None})
+    assert api.review(doc).messages() == [
+        f"PyTorchJob/p: {POD}.metadata.creationTimestamp: Unknown field: "
+        "accepted: annotations, finalizers, labels, name, namespace"
+    ]
 
 
 def test_unknown_template_fields_come_with_every_other_problem() -> None:
