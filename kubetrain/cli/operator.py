@@ -26,6 +26,7 @@ from kubetrain.operator import process
 from kubetrain.operator.jobs import settings as job_settings
 from kubetrain.operator.runtime import logcontext, manager
 from kubetrain.operator.trainjob import setup as trainjob_setup
+from kubetrain.operator.webhook import settings as webhook_settings
 
 DEFAULT_PORT_RANGE = "20000-29999"
 
@@ -73,6 +74,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="",
         help="volcano, or the scheduler name of scheduler-plugins (default: no gang scheduling)",
     )
+    parser.add_argument(
+        "--disable-controllers",
+        action="store_true",
+        help="run no controller: serve the admission webhooks (and the probes) only",
+    )
     parser.add_argument("--controller-threads", type=int, default=1, metavar="N")
     parser.add_argument(
         "--host-network",
@@ -93,6 +99,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how long the API server is asked to hold each watch open before the operator "
         "opens it again (timeoutSeconds, shortened by up to 20%%; default "
         f"{kube.watch.Settings.timeout_seconds})",
+    )
+    webhooks = parser.add_argument_group(
+        "admission webhooks",
+        "In the cluster the webhooks are served on --webhook-server-port behind the Service "
+        "--webhook-service-name; out of it (--kubeconfig) only with --webhook-url.",
+    )
+    webhooks.add_argument(
+        "--webhook-server-port",
+        type=int,
+        default=webhook_settings.PORT,
+        metavar="PORT",
+        help=f"port of the webhook server in the cluster (default {webhook_settings.PORT}); "
+        "0 turns the webhooks off",
+    )
+    webhooks.add_argument(
+        "--webhook-service-name",
+        default=webhook_settings.SERVICE_NAME,
+        help="the Service kube-apiserver calls the webhooks through, which the serving "
+        f"certificate names (default {webhook_settings.SERVICE_NAME})",
+    )
+    webhooks.add_argument(
+        "--webhook-secret-name",
+        default=webhook_settings.SECRET_NAME,
+        help=f"the Secret holding the webhook's CA and certificate (default "
+        f"{webhook_settings.SECRET_NAME})",
+    )
+    webhooks.add_argument(
+        "--webhook-namespace",
+        default=None,
+        help="namespace of that Service and Secret (default: $POD_NAMESPACE, else "
+        f"{webhook_settings.NAMESPACE})",
+    )
+    webhooks.add_argument(
+        "--webhook-url",
+        default="",
+        metavar="https://HOST:PORT",
+        help="out of the cluster: serve the webhooks at this address and register the webhook "
+        "configurations with it and the operator's own CA (removed again on a clean stop)",
+    )
+    webhooks.add_argument(
+        "--cert-management",
+        choices=webhook_settings.CERT_MANAGEMENT,
+        default=webhook_settings.INTERNAL,
+        help="internal: make, renew and publish the webhook's certificate (default); none: "
+        "serve what the Secret holds (cert-manager issues it and injects the CA)",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="json")
     parser.add_argument(
@@ -122,6 +173,12 @@ def options(args: argparse.Namespace, environ: Mapping[str, str]) -> process.Opt
     lease_namespace = (
         args.leader_election_namespace or environ.get("POD_NAMESPACE") or manager.LEASE_NAMESPACE
     )
+    webhook = _webhook(args, environ)
+    if args.disable_controllers and webhook is None:
+        raise ValueError(
+            "--disable-controllers: nothing would run, since the webhooks are off; accepted "
+            "with the webhooks on (in the cluster, or with --webhook-url)"
+        )
     return process.Options(
         manager=manager.Settings(
             namespace=namespace or None,
@@ -145,6 +202,37 @@ def options(args: argparse.Namespace, environ: Mapping[str, str]) -> process.Opt
         ),
         schemes=tuple(args.enable_scheme),
         trainjobs=not args.disable_trainjob,
+        webhook=webhook,
+        controllers=not args.disable_controllers,
+    )
+
+
+def _webhook(
+    args: argparse.Namespace, environ: Mapping[str, str]
+) -> webhook_settings.Settings | None:
+    """The webhook's settings, or None when it is off: ``--webhook-server-port 0``, or out of
+    the cluster (``--kubeconfig``) without ``--webhook-url``."""
+    port = args.webhook_server_port
+    if not 0 <= port <= 65535:
+        raise ValueError(f"--webhook-server-port: {port}; accepted: 0 (off) or 1-65535")
+    if args.webhook_url:
+        webhook_settings.url_host_port(args.webhook_url)  # ValueError names the flag
+        if port == 0:
+            raise ValueError(
+                "--webhook-url: the webhooks are off (--webhook-server-port 0); accepted: "
+                "either flag, not both"
+            )
+    elif port == 0 or args.kubeconfig:
+        return None
+    return webhook_settings.Settings(
+        port=port,
+        service_name=args.webhook_service_name,
+        secret_name=args.webhook_secret_name,
+        namespace=(
+            args.webhook_namespace or environ.get("POD_NAMESPACE") or webhook_settings.NAMESPACE
+        ),
+        url=args.webhook_url,
+        cert_management=args.cert_management,
     )
 
 

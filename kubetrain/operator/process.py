@@ -20,6 +20,8 @@ from kubetrain.operator.jobs import settings as job_settings
 from kubetrain.operator.jobs import setup as job_setup
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import setup as trainjob_setup
+from kubetrain.operator.webhook import server as webhook_server
+from kubetrain.operator.webhook import settings as webhook_settings
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +33,8 @@ class Options:
     ``schemes`` is upstream's ``--enable-scheme``: the v1 kinds to run controllers for, by
     kind name, case-insensitive (empty: all seven). ``trainjobs`` turns the Trainer v2
     controller on or off (off on a cluster whose trainer.kubeflow.org CRDs are not installed).
+    ``webhook`` serves the admission webhooks (None: not served; the local control plane
+    admits in its API server). ``controllers`` off leaves only the webhook.
     """
 
     manager: manager.Settings = field(default_factory=manager.Settings)
@@ -38,6 +42,8 @@ class Options:
     trainjob: trainjob_setup.Settings = field(default_factory=trainjob_setup.Settings)
     schemes: Sequence[str] = ()
     trainjobs: bool = True
+    webhook: webhook_settings.Settings | None = None
+    controllers: bool = True
 
 
 def enabled_frameworks(schemes: Sequence[str]) -> list[frameworks.Framework]:
@@ -57,8 +63,13 @@ def enabled_frameworks(schemes: Sequence[str]) -> list[frameworks.Framework]:
 
 
 def build(client: kube.Client, options: Options) -> manager.Manager:
-    """A manager with every enabled controller registered, not yet running."""
+    """A manager with the webhook and every enabled controller registered, not yet running
+    (its controllers start once the webhook serves)."""
     mgr = manager.Manager(client, options.manager)
+    if options.webhook is not None:
+        mgr.add(webhook_server.Webhook(client, options.webhook))
+    if not options.controllers:
+        return mgr
     job_setup.setup(mgr, options.jobs, enabled_frameworks(options.schemes))
     if options.trainjobs:
         trainjob_setup.setup(mgr, options.trainjob)

@@ -6,12 +6,13 @@ kube-apiserver included). Otherwise every test of tests/apiserver runs twice, on
 (``[local]`` and ``[kube-apiserver]`` in its id): a fresh local control plane, in memory, on a
 free port, in a temporary ``KUBETRAIN_HOME``, started once per session in a subprocess; and
 the session's real control plane (:mod:`tests.realcluster`), which skips where its binaries
-are not installed. Tests elsewhere that use these fixtures get the local target alone. The
-developer's own ``KUBECONFIG`` is never used.
+are not installed, with kubetrain's admission webhooks registered on it (``kubetrain operator
+--webhook-url``, :mod:`tests.webhookoperator`), as a cluster with kubetrain installed has
+them. Tests elsewhere that use these fixtures get the local target alone. The developer's own
+``KUBECONFIG`` is never used.
 
 Where the two servers differ, kube-apiserver is right, unless its answer is a defect (a 500 for
-a client error): a test that checks kubetrain's better answer asks for :func:`local_only`. A
-test of kubetrain's own admission asks for :func:`needs_kubetrain_admission`.
+a client error): a test that checks kubetrain's better answer asks for :func:`local_only`.
 """
 
 from __future__ import annotations
@@ -21,20 +22,18 @@ import os
 import secrets
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from tests import processes, realcluster
+from kubetrain import envtest
+from tests import localapiserver, realcluster, webhookoperator
 from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
 
-START_TIMEOUT = 60.0
 NAMESPACE_PREFIX = "kt-"
 LOCAL = "local"
 REAL = "kube-apiserver"
@@ -48,22 +47,6 @@ Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 def _hide_developer_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests reach only the target API server, never the developer's cluster."""
     monkeypatch.delenv("KUBECONFIG", raising=False)
-
-
-def _environment(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
-    env["KUBETRAIN_HOME"] = str(home)
-    return env
-
-
-def _ready(home: Path, pid: int) -> bool:
-    from kubetrain.local import daemon  # test infrastructure only: where to look, not the API
-
-    paths = daemon.Paths(str(home))
-    status = daemon.read_status(paths)
-    if not status or status.get("pid") != pid or not status.get("url"):
-        return False
-    return daemon.probe_ready(paths, status["url"], timeout=1.0)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -100,18 +83,21 @@ def local_only(target: str, why: str) -> None:
         pytest.skip(f"local control plane only: {why}")
 
 
-NO_ADMISSION_WEBHOOK = (
-    "kubetrain's admission webhook is not installed on the real cluster yet "
-    "(issue: Admission on real clusters)"
-)
-
-
-def needs_kubetrain_admission(target: str) -> None:
-    """Skip where kubetrain's admission (its validation, defaulting and warnings of Kubeflow
-    objects) does not run: on the real cluster, until its validating webhook is installed
-    there. Only the CRDs' schemas check those objects there."""
-    if target == REAL:
-        pytest.skip(NO_ADMISSION_WEBHOOK)
+@pytest.fixture(scope="session")
+def real_admission(
+    real_control_plane: envtest.ControlPlane,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[webhookoperator.WebhookOperator]:
+    """kubetrain's admission webhooks, registered on the session's real control plane for as
+    long as the session runs, and unregistered at its end."""
+    operator = webhookoperator.WebhookOperator(
+        real_control_plane.kubeconfig, tmp_path_factory.mktemp("webhook-operator")
+    )
+    operator.start()
+    try:
+        yield operator
+    finally:
+        operator.stop()
 
 
 @pytest.fixture(scope="session")
@@ -124,39 +110,11 @@ def kubeconfig(
         yield given
         return
     if getattr(request, "param", LOCAL) == REAL:
+        request.getfixturevalue("real_admission")
         yield request.getfixturevalue("real_control_plane").kubeconfig
         return
-    home = tmp_path_factory.mktemp("kubetrain-home")
-    log_path = home / "apiserver.log"
-    command = [
-        sys.executable,
-        "-m",
-        "kubetrain",
-        "apiserver",
-        "--home",
-        str(home),
-        "--memory",
-        "--port",
-        "0",
-    ]
-    with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(
-            command, stdout=log_file, stderr=subprocess.STDOUT, env=_environment(home)
-        )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _ready(home, process.pid):
-            if process.poll() is not None:
-                pytest.fail(
-                    f"the local control plane exited ({process.returncode}):\n"
-                    + log_path.read_text(errors="replace")[-4000:]
-                )
-            if time.monotonic() > deadline:
-                pytest.fail("the local control plane did not become ready in time")
-            time.sleep(0.05)
-        yield str(home / "kubeconfig")
-    finally:
-        processes.stop(process, timeout=20)
+    with localapiserver.running(tmp_path_factory.mktemp("kubetrain-home")) as path:
+        yield path
 
 
 @pytest.fixture(scope="session")

@@ -6,8 +6,10 @@ manager), in this order:
    what is queued, for a bounded time), and the informers of every resource a controller
    reads (one shared store per resource, on every replica, so a standby is warm when it
    takes over);
-2. the metrics and probe endpoints (/readyz fails until every store has synced);
-3. leader election on the Lease ``--leader-election-id`` of upstream
+2. its runnables (the admission webhook), on every replica, and the metrics and probe
+   endpoints (/readyz fails until every store has synced and every runnable is ready);
+3. once every runnable is ready (upstream starts no controller before the webhook's
+   certificates are ready), leader election on the Lease ``--leader-election-id`` of upstream
    (``1ca428e5.training-operator.kubeflow.org``), and while this replica holds it, the
    controllers, each once the stores it reads have synced, starting from every object of its
    kind. When the lease is lost the controllers are stopped at once and the replica goes back
@@ -27,7 +29,7 @@ import socket
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kubetrain import _aio, kube
 from kubetrain.operator.runtime import (
@@ -69,6 +71,17 @@ def default_identity() -> str:
     return f"{socket.gethostname()}_{uuid.uuid4()}"
 
 
+class Runnable(Protocol):
+    """Something the manager runs beside its controllers, from its start until it stops, on
+    every replica (leader or not): the admission webhook. ``ready`` is set once it serves;
+    until then /readyz says ``<name> not ready`` and no controller starts."""
+
+    name: str
+    ready: asyncio.Event
+
+    async def run(self) -> None: ...
+
+
 @dataclass(frozen=True)
 class _Registered:
     controller: controller.Controller
@@ -91,6 +104,7 @@ class Manager:
         self._stores: dict[kube.Resource, cache.Store] = {}
         self._informers: dict[kube.Resource, informer.Informer] = {}
         self._controllers: list[_Registered] = []
+        self._runnables: list[Runnable] = []
         self._group: _aio.TaskGroup | None = None
         self._leading = False
         self.elector: leader.Elector | None = None
@@ -111,7 +125,7 @@ class Manager:
             "metrics", settings.metrics_address, server.metrics_routes(metrics.registry)
         )
         self.probe_endpoint = server.Endpoint(
-            "health probes", settings.probe_address, server.probe_routes(self.unsynced)
+            "health probes", settings.probe_address, server.probe_routes(self.unready)
         )
 
     # -- wiring --------------------------------------------------------------------------------
@@ -139,6 +153,12 @@ class Manager:
         if self._group is not None:
             self._start_informer(resource)
         return made
+
+    def add(self, runnable: Runnable) -> None:
+        """Run ``runnable`` with the manager (see :class:`Runnable`)."""
+        if self._group is not None:
+            raise RuntimeError(f"{runnable.name}: add runnables before the manager runs")
+        self._runnables.append(runnable)
 
     def controller(
         self,
@@ -210,6 +230,11 @@ class Manager:
         """The resources whose caches have not synced yet (what /readyz waits for)."""
         return sorted(r.group_resource for r, s in self._stores.items() if not s.synced.is_set())
 
+    def unready(self) -> list[str]:
+        """What /readyz waits for, one reason each: caches not synced, runnables not ready."""
+        waiting = [f"{name} not synced" for name in self.unsynced()]
+        return waiting + [f"{r.name} not ready" for r in self._runnables if not r.ready.is_set()]
+
     @property
     def metrics_port(self) -> int | None:
         return self.metrics_endpoint.port
@@ -228,10 +253,13 @@ class Manager:
             group.create_task(guarded("event writer", self.events.run()), name="event-writer")
             for resource in self._informers:
                 self._start_informer(resource)
+            for runnable in self._runnables:
+                group.create_task(guarded(runnable.name, runnable.run()), name=runnable.name)
             endpoints = (self.metrics_endpoint, self.probe_endpoint)
             try:
                 for endpoint in endpoints:
                     await endpoint.start()
+                await self._wait_for_runnables()
                 await self._lead()
                 await asyncio.get_running_loop().create_future()  # no controllers: serve on
             finally:
@@ -239,6 +267,15 @@ class Manager:
                 self._leading = False
                 for endpoint in endpoints:
                     await endpoint.stop()
+
+    async def _wait_for_runnables(self) -> None:
+        for runnable in self._runnables:
+            while not runnable.ready.is_set():
+                try:
+                    async with _aio.timeout(SYNC_WARNING):
+                        await runnable.ready.wait()
+                except TimeoutError:
+                    log.warning("controllers wait for %s to be ready", runnable.name)
 
     def _start_informer(self, resource: kube.Resource) -> None:
         assert self._group is not None

@@ -76,7 +76,7 @@ def test_an_unknown_flag_would_be_caught() -> None:
 
 def test_the_lease_role_names_the_lease_the_operator_uses_in_its_namespace() -> None:
     options = operator_cli.options(parsed(), pod_environ())
-    role = one(objects(), "Role")
+    role = one(objects(), "Role", "kubetrain-operator-leader-election")
     assert options.manager.lease_namespace == role["metadata"]["namespace"]
     assert options.manager.lease_name == manager.LEASE_NAME
     by_verb = {
@@ -107,7 +107,7 @@ def test_the_metrics_service_reaches_the_metrics_port() -> None:
     bound = server.parse_address(parsed().metrics_bind_address)
     assert bound is not None
     service = one(objects(), "Service")
-    (port,) = service["spec"]["ports"]
+    (port,) = [p for p in service["spec"]["ports"] if p["name"] == "metrics"]
     assert container_port(port["targetPort"]) == bound[1]
     assert service["metadata"]["annotations"]["prometheus.io/port"] == str(port["port"])
     served = {route.path for route in server.metrics_routes(metrics_.Registry())}

@@ -52,8 +52,12 @@ def test_the_operator_renders_every_object_an_install_needs() -> None:
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",
+            "Role",
+            "RoleBinding",
             "Deployment",
             "Service",
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
         ]
     )
 
@@ -93,7 +97,14 @@ def test_the_schema_check_rejects_a_misspelt_field() -> None:
 
 
 def test_namespaced_objects_live_in_kubeflow_and_cluster_objects_in_none() -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+    cluster_scoped = {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    }
     for obj in everything():
         namespace = obj["metadata"].get("namespace")
         if obj["kind"] in cluster_scoped:
@@ -116,12 +127,16 @@ def test_the_bindings_give_the_roles_to_the_operators_service_account() -> None:
         "name": account["metadata"]["name"],
         "namespace": account["metadata"]["namespace"],
     }
+    bound = []
     for kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        binding = one(objects, kind)
-        assert binding["subjects"] == [subject]
-        role = one(objects, role_kind, binding["roleRef"]["name"])
-        assert binding["roleRef"]["kind"] == role_kind
-        assert role["metadata"].get("namespace") == binding["metadata"].get("namespace")
+        for binding in (o for o in objects if o["kind"] == kind):
+            assert binding["subjects"] == [subject]
+            role = one(objects, role_kind, binding["roleRef"]["name"])
+            assert binding["roleRef"]["kind"] == role_kind
+            assert role["metadata"].get("namespace") == binding["metadata"].get("namespace")
+            bound.append((role_kind, role["metadata"]["name"]))
+    roles = [(o["kind"], o["metadata"]["name"]) for o in objects if o["kind"].endswith("Role")]
+    assert sorted(bound) == sorted(roles), "a role bound to nobody, or bound twice"
 
 
 def test_the_metrics_service_selects_the_operator_pods() -> None:

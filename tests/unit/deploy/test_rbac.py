@@ -1,14 +1,17 @@
 """The operator's RBAC is least privilege.
 
-Its two roles (the ClusterRole, and the Role granting the leader-election Lease in the
-operator's namespace) grant exactly the rows of :data:`GRANTS`, each with its reason. The code
-needs exactly those rows, as found from the code itself:
+Its three roles (the ClusterRole; in the operator's namespace, the Role granting the
+leader-election Lease and the Role granting the webhook's certificate Secret) grant exactly the
+rows of :data:`GRANTS`, each with its reason. The code needs exactly those rows, as found from
+the code itself:
 
 - informers (list, watch): the stores of a manager built by ``kubetrain operator`` from the
   Deployment's args, under every gang scheduler;
 - API calls: every ``client.<method>(resource, ...)`` in ``kubetrain/operator``, read from the
   source. A resource held in a variable is looked up in :data:`DYNAMIC`, and the plan scenarios
-  below check the v1 reconciler's entries against what the plan really produces;
+  below check the v1 reconciler's entries against what the plan really produces. The calls of
+  :data:`OUT_OF_CLUSTER` modules are made only with ``--webhook-url``, under the user's own
+  kubeconfig, which the Deployment never passes (checked);
 - what RBAC itself asks for: creating the MPI launcher's Role needs every permission it grants
   (Kubernetes' escalation check), and a child whose ownerReference sets
   ``blockOwnerDeletion`` needs ``update`` on its owner's ``finalizers``.
@@ -35,6 +38,7 @@ from kubetrain.operator.jobs import settings as job_settings
 from kubetrain.operator.runtime import events, leader
 from kubetrain.operator.trainjob import kinds, snapshot
 from kubetrain.operator.trainjob import setup as trainjob_setup
+from kubetrain.operator.webhook import configurations, settings
 from tests.builders import mpijob, pytorchjob
 from tests.unit.deploy import operator_source
 from tests.unit.deploy.manifests import OPERATOR, load
@@ -42,10 +46,16 @@ from tests.unit.operator.jobs.world import World, at
 
 CLUSTER: Final = "ClusterRole"
 LEASE: Final = "Role"  # kubetrain-operator-leader-election, in the operator's namespace
+WEBHOOK: Final = "Role (webhook)"  # kubetrain-operator-webhook, in the operator's namespace
 
 V1: Final = "kubeflow.org"
 TRAINER: Final = kinds.TRAINER_GROUP
 RBAC: Final = "rbac.authorization.k8s.io"
+ADMISSION: Final = "admissionregistration.k8s.io"
+WEBHOOK_CONFIGURATIONS: Final = (
+    "validatingwebhookconfigurations",
+    "mutatingwebhookconfigurations",
+)
 VOLCANO: Final = gang.VOLCANO_POD_GROUPS.group
 COSCHEDULING: Final = gang.COSCHEDULING_POD_GROUPS.group
 
@@ -85,6 +95,13 @@ GRANTS: Final = (
         ("trainjobs", "trainingruntimes", "clustertrainingruntimes"),
         ("list", "watch"),
         "the TrainJob controller caches jobs and the runtimes they name",
+    ),
+    Row(
+        CLUSTER,
+        (TRAINER,),
+        ("trainingruntimes", "clustertrainingruntimes"),
+        ("get",),
+        "the webhook reads the runtime a TrainJob names, fresh, at each review",
     ),
     Row(CLUSTER, (TRAINER,), ("trainjobs/status",), ("patch",), "TrainJob status: merge patch"),
     Row(
@@ -193,7 +210,8 @@ GRANTS: Final = (
         ("scheduling.k8s.io",),
         ("priorityclasses",),
         ("get",),
-        "PriorityClass values order replica types for a PodGroup's minResources",
+        "PriorityClass values order replica types for a PodGroup's minResources; the webhook "
+        "checks that a Volcano runtime's PriorityClass exists",
     ),
     Row(
         CLUSTER,
@@ -210,11 +228,25 @@ GRANTS: Final = (
         "gang scheduling: a PodGroup per job, kept in step, deleted on finish and suspend",
     ),
     Row(
+        CLUSTER,
+        (ADMISSION,),
+        WEBHOOK_CONFIGURATIONS,
+        ("get", "update"),
+        "the webhook writes its CA into the caBundle of its two configurations, by name",
+    ),
+    Row(
         LEASE,
         (leader.LEASES.group,),
         (leader.LEASES.plural,),
         ("get", "create", "update"),
         "leader election on one Lease, in the operator's own namespace only",
+    ),
+    Row(
+        WEBHOOK,
+        ("",),
+        ("secrets",),
+        ("get", "create", "update"),
+        "the webhook's CA and certificate: one Secret in the operator's namespace, renewed",
     ),
 )
 
@@ -249,23 +281,39 @@ def role_grants(role: str, rules: list[dict[str, Any]]) -> set[Grant]:
 
 
 def granted() -> set[Grant]:
-    """What the two roles in ``deploy/operator`` grant."""
+    """What the three roles in ``deploy/operator`` grant."""
     cluster = load(OPERATOR / "cluster_role.yaml")
     lease = load(OPERATOR / "leader_election_role.yaml")
-    return role_grants(CLUSTER, cluster["rules"]) | role_grants(LEASE, lease["rules"])
+    webhook = load(OPERATOR / "webhook_role.yaml")
+    return (
+        role_grants(CLUSTER, cluster["rules"])
+        | role_grants(LEASE, lease["rules"])
+        | role_grants(WEBHOOK, webhook["rules"])
+    )
 
 
-def role_for(group: str, resource: str) -> str:
-    """The Lease is the one object the operator keeps in its own namespace."""
+CERTS: Final = "kubetrain.operator.webhook.certs"
+
+
+def role_for(group: str, resource: str, module: str = "") -> str:
+    """The objects the operator keeps in its own namespace: the Lease, and the Secret of the
+    webhook's certificate (the Secrets calls of :data:`CERTS`)."""
     lease = (group, resource.split("/")[0]) == (leader.LEASES.group, leader.LEASES.plural)
-    return LEASE if lease else CLUSTER
+    if lease:
+        return LEASE
+    if module == CERTS and (group, resource) == ("", "secrets"):
+        return WEBHOOK
+    return CLUSTER
 
 
 def grants(
-    resource: kube.Resource, verbs: Iterable[str], subresource: str | None = None
+    resource: kube.Resource,
+    verbs: Iterable[str],
+    subresource: str | None = None,
+    module: str = "",
 ) -> set[Grant]:
     name = f"{resource.plural}/{subresource}" if subresource else resource.plural
-    return {(role_for(resource.group, name), resource.group, name, verb) for verb in verbs}
+    return {(role_for(resource.group, name, module), resource.group, name, verb) for verb in verbs}
 
 
 def difference(left: set[Grant], right: set[Grant]) -> list[str]:
@@ -288,9 +336,34 @@ def test_no_wildcards_and_no_non_resource_urls() -> None:
         assert "*" not in (group, resource, verb)
 
 
-def test_only_the_lease_is_limited_to_names() -> None:
+def test_only_the_webhook_configurations_are_limited_to_names_cluster_wide() -> None:
+    """Each configuration's rule names that configuration only: a rule naming both for both
+    resources would grant a configuration of one kind under the other's name."""
     cluster = load(OPERATOR / "cluster_role.yaml")
-    assert [rule for rule in cluster["rules"] if "resourceNames" in rule] == []
+    named = {
+        (tuple(rule["resources"]), tuple(rule["resourceNames"]))
+        for rule in cluster["rules"]
+        if "resourceNames" in rule
+    }
+    assert named == {
+        (("validatingwebhookconfigurations",), (configurations.VALIDATING,)),
+        (("mutatingwebhookconfigurations",), (configurations.MUTATING,)),
+    }
+
+
+def test_the_webhook_role_names_the_secret_the_operator_uses() -> None:
+    role = load(OPERATOR / "webhook_role.yaml")
+    by_verb = {
+        verb: rule.get("resourceNames")
+        for rule in role["rules"]
+        for verb in rule["verbs"]
+        if rule["resources"] == ["secrets"]
+    }
+    assert by_verb == {
+        "create": None,  # RBAC cannot limit a create by name
+        "get": [settings.SECRET_NAME],
+        "update": [settings.SECRET_NAME],
+    }
 
 
 def test_every_row_has_a_reason_and_adds_something() -> None:
@@ -358,6 +431,14 @@ def test_a_gang_scheduler_adds_its_pod_group_informer() -> None:
 JOBS: Final = "kubetrain.operator.jobs.reconciler"
 TRAINJOB: Final = "kubetrain.operator.trainjob.reconciler"
 INFORMER: Final = "kubetrain.operator.runtime.informer"
+CABUNDLE: Final = "kubetrain.operator.webhook.cabundle"
+# Modules whose calls need no RBAC in the cluster, and why.
+OUT_OF_CLUSTER: Final = {
+    "kubetrain.operator.webhook.registration": (
+        "registers the webhook configurations only with --webhook-url, out of the cluster, "
+        "under the user's own kubeconfig"
+    ),
+}
 
 # The RBAC verbs each Client method needs.
 CLIENT_VERBS: Final = {
@@ -418,6 +499,14 @@ DYNAMIC: Final[dict[tuple[str, str, str], tuple[tuple[kube.Resource, ...] | str,
     ),
     (TRAINJOB, "apply", "resource"): (POD_GROUPS, "a suspended job's PodGroup"),
     (INFORMER, "watch", "self.resource"): (INFORMERS, "every informer"),
+    (CABUNDLE, "get", "resource"): (
+        (configurations.VALIDATING_CONFIGURATIONS, configurations.MUTATING_CONFIGURATIONS),
+        "the two webhook configurations, read for their caBundle",
+    ),
+    (CABUNDLE, "replace", "resource"): (
+        (configurations.VALIDATING_CONFIGURATIONS, configurations.MUTATING_CONFIGURATIONS),
+        "the two webhook configurations, their caBundle written",
+    ),
 }
 
 
@@ -436,6 +525,8 @@ def needed_by(calls: Iterable[operator_source.Call]) -> tuple[set[Grant], list[s
     needed: set[Grant] = set()
     unreadable = []
     for call in calls:
+        if call.module in OUT_OF_CLUSTER:
+            continue
         if call.method in RAW_METHODS:
             unreadable.append(f"{call}: a raw request; use a Resource method")
             continue
@@ -446,7 +537,7 @@ def needed_by(calls: Iterable[operator_source.Call]) -> tuple[set[Grant], list[s
             unreadable.append(f"{call}: resource unknown; add it to DYNAMIC")
         elif resources != INFORMERS:
             for resource in cast(tuple[kube.Resource, ...], resources):
-                needed |= grants(resource, CLIENT_VERBS[call.method], call.subresource)
+                needed |= grants(resource, CLIENT_VERBS[call.method], call.subresource, call.module)
     return needed, unreadable
 
 
@@ -473,6 +564,17 @@ def test_the_scan_finds_the_calls_it_should() -> None:
 def test_every_call_in_the_operator_is_readable() -> None:
     _, unreadable = needed_by(operator_source.client_calls())
     assert unreadable == []
+
+
+def test_the_deployment_runs_no_out_of_cluster_module() -> None:
+    """The calls left out of the check are made only with --webhook-url, which the Deployment
+    does not pass; and they are still there to be left out."""
+    args = main.build_parser().parse_args(deployment_args())
+    options = operator_cli.options(args, {"POD_NAMESPACE": "kubeflow"})
+    assert options.webhook is not None
+    assert not options.webhook.out_of_cluster
+    found = {c.module for c in operator_source.client_calls()}
+    assert set(OUT_OF_CLUSTER) <= found
 
 
 def test_every_dynamic_entry_is_still_a_call() -> None:
