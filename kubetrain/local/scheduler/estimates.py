@@ -9,7 +9,9 @@ A pod's runtime bound is the smaller of:
 - the annotation ``kubetrain.io/expected-runtime-seconds``: the submitter's estimate (Slurm's
   time limit), which is not enforced.
 
-A pod with neither has no estimate: it is taken as running forever. A running pod whose
+A pod being deleted ends by its ``deletionTimestamp`` at the latest (the API server sets it to
+the time its grace period runs out), whatever its estimate. A pod with no bound at all has no
+estimate: it is taken as running forever. A running pod whose
 estimate has passed and that still runs has overrun it, and is taken as running forever too:
 its end is unknown from then on. Both make backfill conservative: see
 :mod:`~kubetrain.local.scheduler.policy`.
@@ -87,9 +89,14 @@ def started_at(pod: Mapping[str, Any]) -> float | None:
 
 def expected_end(pod: Mapping[str, Any], now: float) -> float | None:
     """When a bound pod is expected to end, or None: no estimate, or already overrun."""
+    meta = pod.get("metadata") if isinstance(pod.get("metadata"), Mapping) else {}
+    ends = []
+    deleted = timestamps.parse(meta.get("deletionTimestamp"))
+    if deleted is not None:
+        ends.append(deleted)
     runtime = expected_runtime(pod)
-    if runtime is None:
-        return None
-    start = started_at(pod)
-    end = (start if start is not None else now) + runtime
-    return end if end > now else None
+    if runtime is not None:
+        start = started_at(pod)
+        ends.append((start if start is not None else now) + runtime)
+    end = min(ends, default=None)
+    return end if end is not None and end > now else None

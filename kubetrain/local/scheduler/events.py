@@ -1,6 +1,7 @@
 """The objects the scheduler writes besides bindings and PodGroup status: core/v1 Events
-(FailedScheduling, Scheduled, and the gang's Unschedulable on its PodGroup) and the
-``PodScheduled=False`` condition of a pod that waits, as kube-scheduler writes them.
+(FailedScheduling, Scheduled, Preempted, and the gang's Unschedulable on its PodGroup), the
+``PodScheduled=False`` condition of a pod that waits and the ``DisruptionTarget`` condition
+of one being evicted, as kube-scheduler writes them.
 
 An Event names its reporter as kube-scheduler's do: the scheduler profile, which is the pod's
 ``spec.schedulerName`` (``default-scheduler`` for most pods), in both ``source.component``
@@ -40,13 +41,15 @@ def event(
     component: str,
     now: float,
     host: str = "",
+    related: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A core/v1 Event about ``involved`` (any object with apiVersion, kind and metadata);
-    ``host`` names the machine the scheduler runs on, for ``reportingInstance``."""
+    ``host`` names the machine the scheduler runs on, for ``reportingInstance``; ``related``
+    is a second object it concerns (a preemptor, for its victims' events)."""
     meta = _mapping(involved.get("metadata"))
     name = str(meta.get("name") or "")
     stamp = timestamps.format_seconds(now)
-    return {
+    body = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
@@ -73,6 +76,16 @@ def event(
         "eventTime": timestamps.format_micro(now),
         "count": 1,
     }
+    if related is not None:
+        other = _mapping(related.get("metadata"))
+        body["related"] = {
+            "apiVersion": related.get("apiVersion") or "v1",
+            "kind": related.get("kind") or "Pod",
+            "name": other.get("name"),
+            "namespace": other.get("namespace"),
+            "uid": other.get("uid"),
+        }
+    return body
 
 
 def component_of(pod: Mapping[str, Any]) -> str:
@@ -121,6 +134,28 @@ def unschedulable_patch(pod: Mapping[str, Any], message: str, now: float) -> dic
                     "message": clip(message),
                     "lastProbeTime": None,
                     "lastTransitionTime": since,
+                }
+            ]
+        },
+    }
+
+
+def disruption_patch(pod: Mapping[str, Any], message: str, now: float) -> dict[str, Any]:
+    """A strategic merge patch for ``pods/status`` that adds kube-scheduler's
+    ``DisruptionTarget=True`` condition (reason ``PreemptionByScheduler``) before the pod is
+    deleted, with the pod's uid as precondition."""
+    meta = _mapping(pod.get("metadata"))
+    return {
+        "metadata": {"uid": meta.get("uid")},
+        "status": {
+            "conditions": [
+                {
+                    "type": messages.DISRUPTION_TARGET,
+                    "status": "True",
+                    "reason": messages.PREEMPTION_BY_SCHEDULER,
+                    "message": clip(message),
+                    "lastProbeTime": None,
+                    "lastTransitionTime": timestamps.format_seconds(now),
                 }
             ]
         },

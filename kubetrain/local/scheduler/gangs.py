@@ -6,8 +6,8 @@ scheduler writes back to it. Both kinds the operator creates are understood:
   ``scheduleTimeoutSeconds``;
 - Volcano, ``scheduling.volcano.sh/v1beta1`` PodGroup, members carry the annotation
   ``scheduling.k8s.io/group-name: <name>`` (or ``scheduling.volcano.sh/group-name``); spec
-  ``minMember``, ``minResources``, ``queue``, ``priorityClassName``. Queues are not modelled
-  (the local control plane has one machine): ``queue`` is read and otherwise ignored.
+  ``minMember``, ``minResources``, ``queue``, ``priorityClassName``. What a queue admits is
+  :mod:`~kubetrain.local.scheduler.queues`'s to say.
 
 Status, computed whole from the members' state and this cycle's decision (the controller
 writes it only when it differs from what is stored):
@@ -26,12 +26,13 @@ stays ``Pending`` and the members' Unschedulable message (and the Warning event 
 PodGroup) says the timeout passed; scheduling goes on trying.
 
 Volcano: ``Pending`` until the group is enqueueable (no ``minResources``, or
-``minResources`` within what the nodes have at all), then ``Inqueue`` (the v1 operator creates
-a Volcano gang's pods only from then on), ``Running`` once ``minMember`` members are bound or
-done (Volcano counts allocated tasks), back to ``Inqueue`` (``Pending`` if no longer
-enqueueable) if they go, ``Completed`` once every member has finished. Conditions
-``Unschedulable`` (reasons ``NotEnoughResources``, ``NotEnoughTasks``) while the gang waits,
-``Scheduled`` once placed.
+``minResources`` within what the nodes have at all; and its queue admits it), then
+``Inqueue`` (the v1 operator creates a Volcano gang's pods only from then on), ``Running``
+once ``minMember`` members are bound or done (Volcano counts allocated tasks), back to
+``Inqueue`` (``Pending`` if no longer enqueueable) if they go, ``Completed`` once every
+member has finished. Conditions ``Unschedulable`` (reasons ``NotEnoughResources``,
+``NotEnoughTasks``, and kubetrain's ``QueueNotFound`` and ``QueueClosed``) while the gang
+waits, ``Scheduled`` once placed.
 
 Owns: these rules. Must not: do I/O or decide placement.
 """
@@ -162,6 +163,7 @@ class Waiting:
 
     message: str
     incomplete: bool = False  # fewer pods than minMember exist
+    reason: str | None = None  # the condition's reason, where neither of the usual two
 
 
 @dataclass(frozen=True)
@@ -266,7 +268,7 @@ def volcano_status(
     scheduled = by_type.get(messages.CONDITION_TYPE_SCHEDULED)
     now = context.now
     if context.waiting is not None:
-        reason = (
+        reason = context.waiting.reason or (
             messages.NOT_ENOUGH_TASKS
             if context.waiting.incomplete
             else messages.NOT_ENOUGH_RESOURCES

@@ -106,3 +106,72 @@ def fifo_blocked(unit: str, head: str) -> str:
 
 def schedule_timeout(seconds: int) -> str:
     return f"scheduleTimeoutSeconds ({seconds}s) passed; still trying."
+
+
+# --- queues (Volcano's words first where it has them) -------------------------------------------
+QUEUE_QUOTA_INSUFFICIENT: Final = "queue resource quota insufficient"  # Volcano's proportion
+QUEUE_NOT_FOUND: Final = "QueueNotFound"  # PodGroup Unschedulable reasons of kubetrain's own
+QUEUE_CLOSED: Final = "QueueClosed"
+
+
+def queue_not_found(unit: str, queue: str) -> str:
+    return f"{unit}: queue {queue} not found; waiting for it to be created."
+
+
+def queue_closed(unit: str, queue: str, state: str) -> str:
+    return f"{unit}: queue {queue} is {state} and admits nothing new; waiting for it to open."
+
+
+def queue_capability(
+    unit: str, queue: str, over: list[str], capability: str, allocated: str, requested: str
+) -> str:
+    names = ", ".join(over)
+    return (
+        f"{QUEUE_QUOTA_INSUFFICIENT}: insufficient {names}: {unit}: queue {queue} has "
+        f"capability {capability}, its running pods hold {allocated}, and this asks for "
+        f"{requested}; waiting."
+    )
+
+
+def behind_queue(unit: str, queue: str, share: str, ahead: str) -> str:
+    return f"{unit} waits behind {ahead}: queue {queue} is at {share} of its fair share."
+
+
+# --- preemption (kube-scheduler's words for pods, word for word) --------------------------------
+DISRUPTION_TARGET: Final = "DisruptionTarget"
+PREEMPTION_BY_SCHEDULER: Final = "PreemptionByScheduler"
+EVENT_PREEMPTED: Final = "Preempted"
+ACTION_PREEMPTING: Final = "Preempting"
+EVENT_GANG_PREEMPTED: Final = "Preempted"  # on a victim's PodGroup (kubetrain's own)
+EVENT_GANG_PREEMPTING: Final = "Preempting"  # on the preemptor's PodGroup (kubetrain's own)
+
+
+def preempting_condition(scheduler_name: str) -> str:
+    return f"{scheduler_name}: preempting to accommodate a higher priority pod"
+
+
+def preempted_by(preemptor_uid: str, node: str) -> str:
+    return f"Preempted by pod {preemptor_uid} on node {node}"
+
+
+def preempted(victim: str, preemptor: str, why: str) -> str:
+    return f"{victim}: evicted, every pod of it, to make room for {preemptor}: {why}."
+
+
+def preempting(preemptor: str, victims: str, why: str) -> str:
+    return f"{preemptor}: evicting {victims} to make room for it: {why}; waiting for them to end."
+
+
+def higher_priority(priority: int, victim_priority: int, queue: str) -> str:
+    return f"priority {priority} over {victim_priority} in queue {queue}"
+
+
+def reclaimed(queue: str, victim_queue: str, victim_share: str, share: str) -> str:
+    return (
+        f"queue {queue} (at {share} of its fair share) reclaims from queue {victim_queue} "
+        f"(at {victim_share}), which lent it"
+    )
+
+
+def waiting_for_preempted(unit: str, count: int) -> str:
+    return f"{unit} fits once {count} pods being evicted have ended; waiting for them."

@@ -49,6 +49,12 @@ before it, by design.
 ``Options(ordering="fifo", backfill=False)`` is strict FIFO (the benchmark's baseline): the
 first unit that does not fit now blocks every unit after it.
 
+With queues (``fair``, :mod:`~kubetrain.local.scheduler.queues`), the walk takes the queues'
+turns instead of one global order, and a unit its queue does not admit (missing, closed, over
+its capability) waits and holds up no one, as one over its namespace quota does. A unit that
+starts or reserves is charged to its queue, for the turns and the capability of the units
+after it.
+
 Placement is first fit over nodes in name order, a gang's pods in name order; a gang's
 ``minResources``, if set, must also fit what the nodes have free in total.
 
@@ -63,9 +69,17 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from kubetrain.local.scheduler import amounts, fit, messages, queue, quotas, timeline
+from kubetrain.local.scheduler import amounts, fit, messages, queue, queues, quotas, timeline
 
 FOREVER = timeline.FOREVER
+
+# Why a unit waits (Outcome.why), for what may come next (preemption) and for tests.
+BLOCKED = "blocked"  # incomplete gang, missing PodGroup
+QUEUE = "queue"  # its queue does not admit it now
+QUOTA = "quota"  # over its namespace's ResourceQuota
+FIFO = "fifo"  # strict FIFO: behind the first unit that waits
+BACKFILL = "backfill"  # fits now, but would delay a reservation
+RESOURCES = "resources"  # does not fit the nodes now
 
 
 @dataclass(frozen=True)
@@ -111,6 +125,8 @@ class Outcome:
     message: str | None = None  # for the unit's pods that are not placed
     backfilled: bool = False  # started past a reservation
     reservation: Reservation | None = None  # for a unit that waits
+    why: str | None = None  # for a unit that waits: BLOCKED, QUEUE, ...
+    refusal: queues.Refusal | None = None  # why its queue does not admit it (why == QUEUE)
 
 
 @dataclass
@@ -126,6 +142,14 @@ class Plan:
     @property
     def binds(self) -> list[tuple[fit.PodInfo, str]]:
         return [b for o in self.outcomes for b in o.placed]
+
+    def started(self) -> list[tuple[str, amounts.Amounts]]:
+        """Per unit placed in this cycle, its queue and what its placed pods request."""
+        return [
+            (o.unit.queue, amounts.total(pod.request for pod, _ in o.placed))
+            for o in self.outcomes
+            if o.placed
+        ]
 
     def outcome(self, label: str) -> Outcome | None:
         return next((o for o in self.outcomes if o.unit.label == label), None)
@@ -292,10 +316,12 @@ def plan(
     quota_list: Iterable[quotas.Quota] = (),
     quota_used: Mapping[str, Mapping[str, Fraction]] | None = None,
     options: Options | None = None,
+    fair: queues.Fair | None = None,
 ) -> Plan:
     """Decide this cycle. ``nodes`` carry the pods that hold them (``running`` lists the same
     pods with their expected ends); ``quota_used`` is, per namespace, what those pods count
-    against quotas. Nothing passed in is changed."""
+    against quotas; ``fair``, the queues (None: not modelled), is charged with what starts
+    or reserves. Nothing else passed in is changed."""
     options = options or Options()
     line = timeline.Timeline(
         sorted(nodes, key=lambda n: n.name), ((r.node, r.pod, _end(r)) for r in running), now
@@ -310,21 +336,35 @@ def plan(
     reserved: dict[Hashable, float | None] = {}  # per shape: the last reservation's start
     blocking: queue.Unit | None = None  # strict FIFO: the first unit that waits
     outcomes: list[Outcome] = []
-    for unit in queue.order(units, options.ordering):
+    ordered: Iterable[queue.Unit]
+    if fair is None:
+        ordered = queue.order(units, options.ordering)
+    else:
+        ordered = queues.Turns(
+            list(units),
+            fair,
+            lambda u: u.queue,
+            lambda u: queue.sort_key(u, options.ordering),
+        )
+    for unit in ordered:
         if unit.blocked is not None:
-            outcomes.append(Outcome(unit, message=unit.blocked))
+            outcomes.append(Outcome(unit, message=unit.blocked, why=BLOCKED))
             continue
+        if fair is not None:
+            refusal = fair.admit(unit.label, unit.queue, unit.request, new=not unit.admitted)
+            if refusal is not None:
+                outcomes.append(Outcome(unit, message=refusal.message, why=QUEUE, refusal=refusal))
+                continue
         wanted = amounts.total(unit.usage)
         exceeded = quotas.check(
             namespace_quotas.get(unit.namespace, ()), used.get(unit.namespace, {}), wanted
         )
         if exceeded is not None:
-            outcomes.append(Outcome(unit, message=_quota_message(unit, exceeded)))
+            outcomes.append(Outcome(unit, message=_quota_message(unit, exceeded), why=QUOTA))
             continue
         if blocking is not None:
-            outcomes.append(
-                Outcome(unit, message=messages.fifo_blocked(unit.label, blocking.label))
-            )
+            message = messages.fifo_blocked(unit.label, blocking.label)
+            outcomes.append(Outcome(unit, message=message, why=FIFO))
             continue
         end = _finish(now, unit)
         tried = attempt(unit, state)
@@ -340,7 +380,7 @@ def plan(
                 delayed = _overlong(unit, tried.placed, line, now, reservations)
             if delayed is not None:
                 message = messages.backfill_denied(unit.label, delayed.unit.label)
-                waiting = Outcome(unit, message=message)
+                waiting = Outcome(unit, message=message, why=BACKFILL)
         if waiting is None and tried.ok:
             line.hold(tried.placed, now, end)
             placed_uids = {id(pod) for pod, _ in tried.placed}
@@ -350,13 +390,16 @@ def plan(
             used[unit.namespace] = amounts.add(
                 used.get(unit.namespace, {}), amounts.total(placed_usage)
             )
+            if fair is not None:
+                fair.charge(unit.queue, amounts.total(pod.request for pod, _ in tried.placed))
             leftover = None
             if len(tried.placed) < len(unit.pods):
                 leftover = fit.fit_error(len(state), tried.failure or [])
             outcomes.append(Outcome(unit, tried.placed, leftover, backfilled=bool(reservations)))
             continue
         if waiting is None:
-            waiting = Outcome(unit, message=_waiting_message(unit, tried, len(state)))
+            message = _waiting_message(unit, tried, len(state))
+            waiting = Outcome(unit, message=message, why=RESOURCES)
         outcomes.append(waiting)
         shape = _shape(unit)
         if shape not in possible:
@@ -377,4 +420,6 @@ def plan(
             line.hold(reservation.placed, reservation.start, reservation.end)
             reservations.append(reservation)
             waiting.reservation = reservation
+            if fair is not None:
+                fair.charge(unit.queue, amounts.total(pod.request for pod, _ in reservation.placed))
     return Plan(outcomes, reservations)

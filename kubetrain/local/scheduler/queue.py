@@ -16,7 +16,14 @@ Order (kube's PrioritySort and coscheduling's QueueSort, Kueue's BestEffortFIFO)
    the pod otherwise;
 3. namespace/name.
 
-``fifo`` ordering (the benchmark's baseline) skips the first step.
+``fifo`` ordering (the benchmark's baseline) skips the first step. Where queues are modelled,
+:class:`~kubetrain.local.scheduler.queues.Turns` interleaves the queues and keeps this order
+within each.
+
+Each unit also says which Volcano queue it is in (a Volcano gang's ``spec.queue``, else
+``default``), whether it may evict others to start (not when its PriorityClass, or any of its
+pods, has ``preemptionPolicy: Never``), and whether it already holds a node (a gang some of
+whose members run: a queue that closed since still lets the rest join).
 
 Owns: building units from pods and PodGroups, and the order. Must not: look at nodes.
 """
@@ -24,13 +31,23 @@ Owns: building units from pods and PodGroups, and the order. Must not: look at n
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kubetrain.local.scheduler import amounts, estimates, fit, gangs, messages, quotas, timestamps
+from kubetrain.local.scheduler import (
+    amounts,
+    estimates,
+    fit,
+    gangs,
+    messages,
+    queues,
+    quotas,
+    timestamps,
+)
 
 Ordering = Literal["priority", "fifo"]
+NEVER = "Never"  # preemptionPolicy
 
 
 @dataclass(eq=False)
@@ -49,10 +66,18 @@ class Unit:
     blocked: str | None = None  # why it cannot be considered at all
     blocked_incomplete: bool = False
     note: str | None = None  # appended to its waiting message
+    queue: str = queues.DEFAULT  # the Volcano queue it is in
+    preempts: bool = True  # may evict lower-priority work to start (preemptionPolicy)
+    admitted: bool = False  # a gang with members holding a node already
 
     @property
     def gang(self) -> bool:
         return self.group is not None
+
+    @property
+    def request(self) -> amounts.Amounts:
+        """What all its pending pods request together."""
+        return amounts.total(p.request for p in self.pods)
 
 
 def sort_key(unit: Unit, ordering: Ordering = "priority") -> tuple[Any, ...]:
@@ -73,6 +98,10 @@ def _priority(pod: Mapping[str, Any]) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def _preempts(pod: Mapping[str, Any]) -> bool:
+    return _mapping(pod.get("spec")).get("preemptionPolicy") != NEVER
+
+
 def _created(obj: Mapping[str, Any], default: float) -> float:
     found = timestamps.parse(_mapping(obj.get("metadata")).get("creationTimestamp"))
     return found if found is not None else default
@@ -89,6 +118,7 @@ def single(pod: Mapping[str, Any], now: float) -> Unit:
         pods=[info],
         runtime=estimates.expected_runtime(pod),
         usage=[quotas.usage(pod)],
+        preempts=_preempts(pod),
     )
 
 
@@ -107,7 +137,9 @@ def gang(
     state: GroupState,
     priority_classes: Mapping[str, int],
     now: float,
+    never: Collection[str] = frozenset(),
 ) -> Unit:
+    """``never``: the PriorityClasses with ``preemptionPolicy: Never``."""
     ordered = sorted(pods, key=lambda p: str(_mapping(p.get("metadata")).get("name") or ""))
     infos = [fit.PodInfo.of(p) for p in ordered]
     unit = Unit(
@@ -120,6 +152,8 @@ def gang(
         runtime=estimates.gang_runtime(ordered),
         usage=[quotas.usage(p) for p in ordered],
         group=ref,
+        preempts=all(_preempts(p) for p in ordered),
+        admitted=state.holding > 0,
     )
     if not state.served:
         unit.blocked = messages.group_kind_not_served(str(ref), ref.api_version)
@@ -132,6 +166,9 @@ def gang(
         unit.created = spec.created
     if spec.priority_class and spec.priority_class in priority_classes:
         unit.priority = priority_classes[spec.priority_class]
+        unit.preempts = spec.priority_class not in never
+    if ref.api_version == gangs.VOLCANO:
+        unit.queue = queues.queue_of(spec.queue)
     unit.min_resources = spec.min_resources
     missing = spec.min_member - state.holding
     if len(infos) < missing:
@@ -151,9 +188,11 @@ def build(
     groups: Mapping[gangs.GroupRef, GroupState],
     priority_classes: Mapping[str, int],
     now: float,
+    never: Collection[str] = frozenset(),
 ) -> list[Unit]:
     """Units for ``pending`` pods: one per pod outside a gang, one per gang. ``groups`` says
-    what is known of each gang's PodGroup (a gang it does not list is taken as not found)."""
+    what is known of each gang's PodGroup (a gang it does not list is taken as not found);
+    ``never`` names the PriorityClasses with ``preemptionPolicy: Never``."""
     by_group: dict[gangs.GroupRef, list[Mapping[str, Any]]] = collections.defaultdict(list)
     units: list[Unit] = []
     for pod in pending:
@@ -163,5 +202,6 @@ def build(
         else:
             by_group[ref].append(pod)
     for ref, pods in by_group.items():
-        units.append(gang(ref, pods, groups.get(ref, GroupState(None)), priority_classes, now))
+        state = groups.get(ref, GroupState(None))
+        units.append(gang(ref, pods, state, priority_classes, now, never))
     return units

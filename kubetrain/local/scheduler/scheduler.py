@@ -3,12 +3,13 @@
 as kube-scheduler is; on the local control plane it is the only scheduler.
 
 What it watches: Pods (all of them: pods bound to a node count against it whoever placed
-them), Nodes (those matching ``Settings.node_selector``), PodGroups of both kinds when their
-CRDs are served (discovery, looked at again every ``rediscover_every`` seconds while one is
-missing), PriorityClasses and ResourceQuotas. It schedules the pods that have no node, whose
-``spec.schedulerName`` is one of ``Settings.scheduler_names`` (and, where
+them), Nodes (those matching ``Settings.node_selector``), PodGroups of both kinds and Volcano
+Queues when their CRDs are served (discovery, looked at again every ``rediscover_every``
+seconds while one is missing), PriorityClasses and ResourceQuotas. It schedules the pods that
+have no node, whose ``spec.schedulerName`` is one of ``Settings.scheduler_names`` (and, where
 ``Settings.namespaces`` is set, in those namespaces), that carry no scheduling gate, and that
-are not being deleted.
+are not being deleted; those same pods, once they hold a node, are the ones it counts in
+their queues and may evict.
 
 What it writes:
 
@@ -26,7 +27,19 @@ What it writes:
 - PodGroup status (:mod:`~kubetrain.local.scheduler.gangs`), written whole, only when it
   differs from what is stored, through ``/status`` where the CRD has that subresource (the
   scheduler-plugins one does, the Volcano one does not), for the groups whose pods it
-  schedules (a group with no pods yet: the kind's usual scheduler name decides).
+  schedules (a group with no pods yet: the kind's usual scheduler name decides). A Volcano
+  group is enqueued (``Inqueue``) only once its queue admits its ``minResources``
+  (:mod:`~kubetrain.local.scheduler.queues`); until then it stays ``Pending`` with an
+  ``Unschedulable`` condition and a Warning event that say which queue and why;
+- Queue status (state, PodGroups per phase, allocated), through ``/status``, when it
+  changes;
+- evictions (:mod:`~kubetrain.local.scheduler.preemption`): for each victim pod a
+  ``DisruptionTarget`` condition (reason ``PreemptionByScheduler``) through ``pods/status``,
+  then a delete (with its uid as precondition, and its own grace period), and kube's Normal
+  ``Preempted`` event; a Warning ``Preempted`` event on a victim gang's PodGroup and a Normal
+  ``Preempting`` one on the preemptor's, naming each other and why. A pod it evicted counts
+  as being deleted until the watch shows it so (or ``ASSUME_TTL`` passes), so no later cycle
+  evicts it again or counts on its room twice.
 
 When: a cycle runs once every watch has listed, then after each change it hears of (with a
 short debounce, so pods created together are seen together; a gang created pod by pod simply
@@ -44,6 +57,7 @@ Must not: bind a pod twice, write a pod's spec, or place pods of another schedul
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import socket
@@ -63,7 +77,9 @@ from kubetrain.local.scheduler import (
     gangs,
     messages,
     policy,
+    preemption,
     queue,
+    queues,
     quotas,
     timestamps,
 )
@@ -81,6 +97,9 @@ PRIORITY_CLASSES: Final = kube.Resource(
 RESOURCE_QUOTAS: Final = kube.Resource("", "v1", "resourcequotas", kind="ResourceQuota")
 EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 POD_GROUP_KINDS: Final = (gangs.COSCHEDULING, gangs.VOLCANO)
+QUEUES: Final = kube.Resource(
+    "scheduling.volcano.sh", "v1beta1", "queues", namespaced=False, kind="Queue"
+)
 ASSUME_TTL: Final = 30.0  # seconds a bind whose answer was lost counts as done
 BIND_ATTEMPTS: Final = 3  # sends of one bind whose answer is lost, before assuming it done
 TERMINAL: Final = frozenset({"Succeeded", "Failed"})
@@ -95,6 +114,7 @@ class Settings:
     resync: float = 5.0  # seconds between cycles when nothing happens
     rediscover_every: float = 30.0  # seconds between looks for PodGroup kinds not served
     write_concurrency: int = 16
+    preemption: bool = True  # evict lower-priority or over-share work (preemption, reclaim)
     retry_initial: float = 0.1  # a watch that failed with an error retrying cannot fix
     retry_max: float = 10.0
     options: policy.Options = field(default_factory=policy.Options)
@@ -161,6 +181,8 @@ class Scheduler:
         self.groups: dict[str, _Store] = {}  # by apiVersion, while served
         self.group_resources: dict[str, kube.Resource] = {}
         self.group_status_subresource: dict[str, bool] = {}
+        self.queues: _Store | None = None  # while the Queue kind is served
+        self.queue_status_subresource = False
         self.cycles = 0
         self._wake = asyncio.Event()
         self._tasks: tasks.Tasks | None = None
@@ -168,6 +190,9 @@ class Scheduler:
         self._shown: dict[str, tuple[str, str]] = {}  # pod uid → (resourceVersion, message)
         self._written: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
         self._infos: dict[str, tuple[str, fit.PodInfo, amounts.Amounts]] = {}  # by pod uid
+        self._evicting: dict[str, float] = {}  # pod uid → until when it counts as deleted
+        self._queue_written: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.evictions: list[preemption.Eviction] = []  # every eviction decided (tests)
         self._writes = asyncio.Semaphore(self.settings.write_concurrency)
         self._next_deadline: float | None = None
 
@@ -191,6 +216,8 @@ class Scheduler:
             self._spawn(self._watch(RESOURCE_QUOTAS, self.quotas), "scheduler-watch-quotas")
             for api_version in list(self.group_resources):
                 self._watch_groups(api_version)
+            if self.queues is not None:
+                self._watch_queues()
             self._spawn(self._loop(), "scheduler-loop")
             self._spawn(self._rediscover(), "scheduler-rediscover")
             if stop is not None:
@@ -220,6 +247,12 @@ class Scheduler:
                 subresources = found.subresources.get(resource, frozenset())
                 self.group_status_subresource[api_version] = "status" in subresources
                 self.groups[api_version] = _Store(_key)
+        if self.queues is None and found.find("scheduling.volcano.sh", "queues", "v1beta1"):
+            queue_resource = found.find("scheduling.volcano.sh", "queues", "v1beta1")
+            assert queue_resource is not None
+            subresources = found.subresources.get(queue_resource, frozenset())
+            self.queue_status_subresource = "status" in subresources
+            self.queues = _Store(lambda q: str(_meta(q).get("name") or ""))
 
     def _watch_groups(self, api_version: str) -> None:
         self._spawn(
@@ -231,16 +264,28 @@ class Scheduler:
             f"scheduler-watch-podgroups-{api_version}",
         )
 
+    def _watch_queues(self) -> None:
+        assert self.queues is not None
+        self._spawn(
+            self._watch(QUEUES, self.queues, optional_kind=QUEUES.api_version),
+            "scheduler-watch-queues",
+        )
+
     async def _rediscover(self) -> None:
         while True:
             await asyncio.sleep(self.settings.rediscover_every)
-            if all(k in self.group_resources for k in POD_GROUP_KINDS):
+            served = all(k in self.group_resources for k in POD_GROUP_KINDS)
+            if served and self.queues is not None:
                 continue
             known = set(self.group_resources)
+            had_queues = self.queues is not None
             await self._discover_groups()
             for api_version in set(self.group_resources) - known:
                 log.info("PodGroup %s is served now; watching it", api_version)
                 self._watch_groups(api_version)
+            if self.queues is not None and not had_queues:
+                log.info("Queue %s is served now; watching it", QUEUES.api_version)
+                self._watch_queues()
 
     async def _watch(
         self,
@@ -266,9 +311,12 @@ class Scheduler:
                         self._apply(store, event, on_event)
             except kube.ApiError as exc:
                 if isinstance(exc, kube.NotFound) and optional_kind is not None:
-                    log.info("PodGroup %s is no longer served", optional_kind)
-                    self.group_resources.pop(optional_kind, None)
-                    self.groups.pop(optional_kind, None)
+                    log.info("%s %s is no longer served", resource.kind, optional_kind)
+                    if resource == QUEUES:
+                        self.queues = None
+                    else:
+                        self.group_resources.pop(optional_kind, None)
+                        self.groups.pop(optional_kind, None)
                     store.synced.set()  # nothing to wait for: the first cycle need not wait
                     self._wake.set()
                     return
@@ -307,7 +355,7 @@ class Scheduler:
         so a flood of them costs no cycles."""
         if kind == watch.SYNC:
             live = set(self.pods.objects)
-            for memo in (self._assumed, self._shown, self._infos):
+            for memo in (self._assumed, self._shown, self._infos, self._evicting):
                 for uid in [u for u in memo if u not in live]:
                     memo.pop(uid, None)
             for uid, pod in self.pods.objects.items():
@@ -315,6 +363,8 @@ class Scheduler:
                     self._assumed.pop(uid, None)
             return True
         uid = _uid(obj)
+        if kind == watch.DELETED or _meta(obj).get("deletionTimestamp"):
+            self._evicting.pop(uid, None)
         if kind == watch.DELETED:
             self._assumed.pop(uid, None)
             self._shown.pop(uid, None)
@@ -336,6 +386,8 @@ class Scheduler:
     async def _synced(self) -> None:
         stores = [self.pods, self.nodes, self.priority_classes, self.quotas]
         stores += list(self.groups.values())
+        if self.queues is not None:
+            stores.append(self.queues)
         for store in stores:
             await store.synced.wait()
 
@@ -401,16 +453,40 @@ class Scheduler:
             and _phase(pod) not in TERMINAL
         )
 
+    def _counted(self, pod: Mapping[str, Any]) -> bool:
+        """A pod holding a node that this scheduler counts in its queues and may evict: one
+        it would have scheduled (its scheduler name, in its namespaces)."""
+        namespaces = self.settings.namespaces
+        return _spec(pod).get("schedulerName") in self.settings.scheduler_names and (
+            namespaces is None or _key(pod)[0] in namespaces
+        )
+
+    def _deleting(self, pod: Mapping[str, Any], now: float) -> bool:
+        if _meta(pod).get("deletionTimestamp"):
+            return True
+        until = self._evicting.get(_uid(pod))
+        return until is not None and until >= now
+
+    def _queue_of(self, pod: Mapping[str, Any]) -> str:
+        ref = gangs.group_of(pod)
+        if ref is None or ref.api_version != gangs.VOLCANO:
+            return queues.DEFAULT
+        group = self._group(ref)
+        return queues.queue_of(gangs.Spec.of(group).queue if group is not None else None)
+
     async def cycle(self) -> policy.Plan:
         """One pass: decide from the caches, then write. Returns the plan (for tests)."""
         now = self.clock()
         self.cycles += 1
+        for uid in [u for u, until in self._evicting.items() if until < now]:
+            del self._evicting[uid]
         pods = list(self.pods.objects.values())
         holding: dict[str, list[fit.PodInfo]] = {name: [] for name in self.nodes.objects}
         running: list[policy.Running] = []
         quota_used: dict[str, amounts.Amounts] = {}
         members: dict[gangs.GroupRef, list[dict[str, Any]]] = {}
         pending: list[dict[str, Any]] = []
+        holders: list[tuple[dict[str, Any], str]] = []  # counted pods holding a node
         quota_list = [quotas.Quota.of(q) for q in self.quotas.objects.values()]
         quota_namespaces = {q.namespace for q in quota_list}
         for pod in pods:
@@ -432,6 +508,8 @@ class Scheduler:
             if node in holding:
                 holding[node].append(info)
                 running.append(policy.Running(node, info, estimates.expected_end(pod, now)))
+                if self._counted(pod):
+                    holders.append((pod, node))
         nodes = [
             fit.NodeInfo.of(self.nodes.objects[name], infos) for name, infos in holding.items()
         ]
@@ -453,7 +531,13 @@ class Scheduler:
             for name, c in self.priority_classes.objects.items()
             if isinstance(value := c.get("value"), int)
         }
-        units = queue.build(pending, group_states, priority_values, now)
+        never = frozenset(
+            name
+            for name, c in self.priority_classes.objects.items()
+            if c.get("preemptionPolicy") == queue.NEVER
+        )
+        units = queue.build(pending, group_states, priority_values, now, never)
+        fair = self._fair(units, holders, members, nodes)
         plan = policy.plan(
             units,
             nodes,
@@ -462,19 +546,78 @@ class Scheduler:
             quota_list=quota_list,
             quota_used=quota_used,
             options=self.settings.options,
+            fair=fair.copy(),
         )
+        decision = preemption.Decision()
+        if self.settings.preemption:
+            decision = self._decide_evictions(plan, nodes, holders, fair, priority_values, now)
         by_uid = {_uid(p): p for p in pending}
         bound = await self._bind_all(plan, by_uid, now)
+        _annotate(plan, decision)
         told = await self._tell_waiting(plan, by_uid, now)
-        await self._write_groups(plan, members, bound, told, nodes, now)
+        await self._evict(decision, by_uid, now)
+        phases = await self._write_groups(
+            plan, members, bound, told, nodes, now, fair, priority_values
+        )
+        await self._write_queues(fair, plan, phases)
         log.debug(
-            "cycle %d: %d pending, %d bound, %d waiting",
+            "cycle %d: %d pending, %d bound, %d waiting, %d evictions",
             self.cycles,
             len(pending),
             len(bound),
             len(pending) - len(bound),
+            len(decision.evictions),
         )
         return plan
+
+    def _fair(
+        self,
+        units: Iterable[queue.Unit],
+        holders: Iterable[tuple[dict[str, Any], str]],
+        members: Mapping[gangs.GroupRef, list[dict[str, Any]]],
+        nodes: Iterable[fit.NodeInfo],
+    ) -> queues.Fair:
+        """The queues this cycle: what each holds and asks for, against the nodes."""
+        allocated: dict[str, amounts.Amounts] = {}
+        for pod, _ in holders:
+            name = self._queue_of(pod)
+            allocated[name] = amounts.add(allocated.get(name, {}), self._info(pod)[0].request)
+        waiting: dict[str, amounts.Amounts] = {}
+        for unit in units:
+            if unit.blocked is None:
+                waiting[unit.queue] = amounts.add(waiting.get(unit.queue, {}), unit.request)
+        # A Volcano gang whose pods are not created yet (the v1 operator waits for Inqueue)
+        # asks for its minResources.
+        for group in (self.groups.get(gangs.VOLCANO) or _Store(_key)).objects.values():
+            ref = gangs.ref_of(gangs.VOLCANO, group)
+            spec = gangs.Spec.of(group)
+            phase = _status(group).get("phase")
+            if members.get(ref) or not spec.min_resources or phase == messages.COMPLETED:
+                continue
+            name = queues.queue_of(spec.queue)
+            waiting[name] = amounts.add(waiting.get(name, {}), spec.min_resources)
+        served = self.queues is not None
+        known = [queues.Queue.of(q) for q in self.queues.objects.values()] if served else []
+        total = amounts.total(n.allocatable for n in nodes)
+        return queues.Fair.build(known, total, allocated, waiting, served=served)
+
+    def _decide_evictions(
+        self,
+        plan: policy.Plan,
+        nodes: list[fit.NodeInfo],
+        holders: list[tuple[dict[str, Any], str]],
+        fair: queues.Fair,
+        priority_values: Mapping[str, int],
+        now: float,
+    ) -> preemption.Decision:
+        deleting = [(p, n) for p, n in holders if self._deleting(p, now)]
+        candidates = [(p, n) for p, n in holders if not self._deleting(p, now)]
+        groups = {
+            ref: self._group(ref) for p, _ in candidates if (ref := gangs.group_of(p)) is not None
+        }
+        running = preemption.victims(candidates, groups, priority_values, now)
+        terminating = [(self._info(p)[0], n) for p, n in deleting]
+        return preemption.decide(plan.outcomes, nodes, terminating, running, fair)
 
     def _group(self, ref: gangs.GroupRef) -> dict[str, Any] | None:
         store = self.groups.get(ref.api_version)
@@ -550,6 +693,96 @@ class Scheduler:
             component=events.component_of(pod),
         )
         return True
+
+    # -- evicting --------------------------------------------------------------------------
+
+    async def _evict(
+        self, decision: preemption.Decision, pending: Mapping[str, dict[str, Any]], now: float
+    ) -> None:
+        """Evict every victim decided, as kube-scheduler does, and tell both sides."""
+        for eviction in decision.evictions:
+            self.evictions.append(eviction)
+            preemptor = eviction.preemptor
+            first = next((pending[p.uid] for p in preemptor.pods if p.uid in pending), None)
+            names = ", ".join(v.label for v in eviction.victims)
+            log.info("%s: evicting %s", preemptor.label, names)
+            writes = []
+            for victim in eviction.victims:
+                for info, node in victim.pods:
+                    pod = self.pods.objects.get(info.uid)
+                    if pod is not None:
+                        writes.append(self._guarded(self._evict_pod(pod, first, node, now)))
+                group = self._group(victim.group) if victim.group is not None else None
+                if group is not None:
+                    message = messages.preempted(
+                        victim.label, preemptor.label, eviction.why[victim.key]
+                    )
+                    writes.append(
+                        self._guarded(
+                            self._event(
+                                group,
+                                reason=messages.EVENT_GANG_PREEMPTED,
+                                message=message,
+                                type="Warning",
+                                action=messages.ACTION_PREEMPTING,
+                                component=events.DEFAULT_COMPONENT,
+                            )
+                        )
+                    )
+            group = self._group(preemptor.group) if preemptor.group is not None else None
+            if group is not None:
+                writes.append(
+                    self._guarded(
+                        self._event(
+                            group,
+                            reason=messages.EVENT_GANG_PREEMPTING,
+                            message=messages.preempting(preemptor.label, _victims_text(eviction)),
+                            type="Normal",
+                            action=messages.ACTION_PREEMPTING,
+                            component=events.component_of(first)
+                            if first
+                            else events.DEFAULT_COMPONENT,
+                        )
+                    )
+                )
+            await asyncio.gather(*writes)
+
+    async def _evict_pod(
+        self,
+        pod: dict[str, Any],
+        preemptor: Mapping[str, Any] | None,
+        node: str,
+        now: float,
+    ) -> None:
+        namespace, name = _key(pod)
+        uid = _uid(pod)
+        component = events.component_of(pod)
+        try:
+            await self.client.patch(
+                PODS,
+                name,
+                events.disruption_patch(pod, messages.preempting_condition(component), now),
+                namespace=namespace,
+                type="strategic",
+                subresource="status",
+            )
+            await self.client.delete(PODS, name, namespace=namespace, preconditions={"uid": uid})
+        except (kube.NotFound, kube.Conflict):
+            return  # gone already, or another pod by now
+        except kube.ApiError as exc:
+            log.warning("pod %s/%s: cannot evict: %s", namespace, name, exc)
+            return
+        self._evicting[uid] = now + ASSUME_TTL
+        preemptor_uid = _uid(preemptor) if preemptor is not None else ""
+        await self._event(
+            pod,
+            reason=messages.EVENT_PREEMPTED,
+            message=messages.preempted_by(preemptor_uid, node),
+            type="Normal",
+            action=messages.ACTION_PREEMPTING,
+            component=component,
+            related=preemptor,
+        )
 
     # -- telling why pods wait -------------------------------------------------------------
 
@@ -630,6 +863,49 @@ class Scheduler:
             return any(_spec(p).get("schedulerName") in names for p in pods)
         return gangs.DEFAULT_SCHEDULER[api_version] in names
 
+    def _enqueue_verdicts(
+        self,
+        plan: policy.Plan,
+        members: Mapping[gangs.GroupRef, list[dict[str, Any]]],
+        bound_now: frozenset[str],
+        fair: queues.Fair,
+        priority_values: Mapping[str, int],
+    ) -> dict[gangs.GroupRef, queues.Refusal | None]:
+        """Whether each Volcano group not yet enqueued may be (Volcano's enqueue action):
+        its queue must admit its minResources beside what the queue holds and what the
+        groups already enqueued but not running will take. Groups are taken by priority,
+        then age, each one admitted counting for the next."""
+        store = self.groups.get(gangs.VOLCANO)
+        if store is None:
+            return {}
+        enqueue = fair.copy()
+        for name, request in plan.started():
+            enqueue.charge(name, request)
+        waiting: list[tuple[tuple[int, float, str], gangs.GroupRef, gangs.Spec, int]] = []
+        for group in store.objects.values():
+            ref = gangs.ref_of(gangs.VOLCANO, group)
+            spec = gangs.Spec.of(group)
+            held = gangs.Members.of(members.get(ref, []), bound_now).bound
+            phase = _status(group).get("phase")
+            if phase == messages.COMPLETED or held >= spec.min_member:
+                continue
+            name = queues.queue_of(spec.queue)
+            if phase == messages.INQUEUE:
+                enqueue.charge(name, spec.min_resources or {})
+                continue
+            priority = priority_values.get(spec.priority_class or "", 0)
+            rank = (-priority, spec.created or 0.0, str(ref))
+            waiting.append((rank, ref, spec, held))
+        verdicts: dict[gangs.GroupRef, queues.Refusal | None] = {}
+        for _, ref, spec, held in sorted(waiting, key=lambda w: w[0]):
+            name = queues.queue_of(spec.queue)
+            request = spec.min_resources or {}
+            refusal = enqueue.admit(f"pod group {ref}", name, request, new=held == 0)
+            if refusal is None:
+                enqueue.charge(name, request)
+            verdicts[ref] = refusal
+        return verdicts
+
     async def _write_groups(
         self,
         plan: policy.Plan,
@@ -638,34 +914,50 @@ class Scheduler:
         told: Mapping[gangs.GroupRef, str],
         nodes: Iterable[fit.NodeInfo],
         now: float,
-    ) -> None:
+        fair: queues.Fair,
+        priority_values: Mapping[str, int],
+    ) -> dict[str, collections.Counter[str]]:
+        """Write the PodGroups' status; returns, per queue, how many of its Volcano groups
+        are in each phase (for the Queues' status)."""
         outcomes = {o.unit.group: o for o in plan.outcomes if o.unit.group is not None}
         capacity = amounts.total(n.allocatable for n in nodes)
         stamp = timestamps.format_seconds(now)
         bound_now = frozenset(bound) | frozenset(self._assumed)  # bound, echo not yet seen
+        verdicts = self._enqueue_verdicts(plan, members, bound_now, fair, priority_values)
+        phases: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         deadlines: list[float] = []
         writes = []
         for api_version, store in list(self.groups.items()):
             for group in list(store.objects.values()):
                 ref = gangs.ref_of(api_version, group)
                 pods = members.get(ref, [])
-                if not self._manages(api_version, group, pods):
-                    continue
                 spec = gangs.Spec.of(group)
                 current = _status(group)
+                if not self._manages(api_version, group, pods):
+                    if api_version == gangs.VOLCANO:
+                        phases[queues.queue_of(spec.queue)][str(current.get("phase") or "")] += 1
+                    continue
                 outcome = outcomes.get(ref)
                 waiting = None
                 if outcome is not None and outcome.message is not None and not outcome.placed:
-                    waiting = gangs.Waiting(outcome.message, outcome.unit.blocked_incomplete)
+                    reason = outcome.refusal.reason if outcome.refusal is not None else None
+                    waiting = gangs.Waiting(
+                        outcome.message, outcome.unit.blocked_incomplete, reason=reason
+                    )
                 enqueueable = spec.min_resources is None or not amounts.short(
                     spec.min_resources, capacity
                 )
+                refusal = verdicts.get(ref)
                 if waiting is None and not pods and not enqueueable and spec.min_resources:
                     waiting = gangs.Waiting(
                         messages.never_fits_min_resources(
                             str(ref), amounts.format_amounts(spec.min_resources)
                         )
                     )
+                if refusal is not None:
+                    enqueueable = False
+                    if waiting is None:
+                        waiting = gangs.Waiting(refusal.message, reason=refusal.reason)
                 context = gangs.Context(
                     now=stamp,
                     waiting=waiting,
@@ -684,15 +976,26 @@ class Scheduler:
                         deadlines.append(deadline)
                 else:
                     wanted = gangs.volcano_status(current, spec, member_state, context)
-                if self._status_needed(api_version, group, wanted):
+                    phases[queues.queue_of(spec.queue)][str(wanted.get("phase") or "")] += 1
+                needed = self._status_needed(api_version, group, wanted)
+                if needed:
                     writes.append(self._guarded(self._write_status(api_version, group, wanted)))
-                if ref in told:
+                message = told.get(ref)
+                if (
+                    message is None
+                    and not pods
+                    and waiting is not None
+                    and needed
+                    and _unschedulable_message(current) != waiting.message
+                ):
+                    message = events.clip(waiting.message)  # no pods to tell: tell the group
+                if message is not None:
                     writes.append(
                         self._guarded(
                             self._event(
                                 group,
                                 reason=messages.EVENT_GANG_UNSCHEDULABLE,
-                                message=told[ref],
+                                message=message,
                                 type="Warning",
                                 action=messages.ACTION_SCHEDULING,
                                 component=events.component_of(pods[0])
@@ -706,6 +1009,54 @@ class Scheduler:
         for key in [k for k in self._written if k not in live]:
             del self._written[key]
         await asyncio.gather(*writes)
+        return phases
+
+    # -- Queue status ----------------------------------------------------------------------
+
+    async def _write_queues(
+        self,
+        fair: queues.Fair,
+        plan: policy.Plan,
+        phases: Mapping[str, collections.Counter[str]],
+    ) -> None:
+        """Each Queue's status: its state, its groups per phase, what its pods hold (those
+        bound in this cycle included)."""
+        if self.queues is None:
+            return
+        held = fair.copy()
+        for name, request in plan.started():
+            held.charge(name, request)
+        writes = []
+        for obj in list(self.queues.objects.values()):
+            name = str(_meta(obj).get("name") or "")
+            wanted = queues.status(_status(obj), phases.get(name, {}), held.allocated.get(name, {}))
+            if not gangs.differs(_status(obj), wanted):
+                continue
+            if self._queue_written.get(name) == (_version(obj), wanted):
+                continue
+            writes.append(self._guarded(self._write_queue(obj, wanted)))
+        live = set(self.queues.objects)
+        for name in [n for n in self._queue_written if n not in live]:
+            del self._queue_written[name]
+        await asyncio.gather(*writes)
+
+    async def _write_queue(self, obj: Mapping[str, Any], wanted: dict[str, Any]) -> None:
+        name = str(_meta(obj).get("name") or "")
+        subresource = "status" if self.queue_status_subresource else None
+        try:
+            await self.client.patch(
+                QUEUES,
+                name,
+                {"metadata": {"uid": _uid(obj)}, "status": wanted},
+                subresource=subresource,
+            )
+        except (kube.NotFound, kube.Conflict, kube.Invalid):
+            return
+        except kube.ApiError as exc:
+            log.warning("Queue %s: cannot write status: %s", name, exc)
+            return
+        self._queue_written[name] = (_version(obj), wanted)
+        log.info("Queue %s: %s", name, wanted.get("state"))
 
     def _status_needed(
         self, api_version: str, group: Mapping[str, Any], wanted: dict[str, Any]
@@ -738,6 +1089,36 @@ class Scheduler:
             return
         self._written[(api_version, namespace, name)] = (_version(group), wanted)
         log.info("PodGroup %s/%s: %s", namespace, name, wanted.get("phase"))
+
+
+def _unschedulable_message(status: Mapping[str, Any]) -> str | None:
+    for condition in status.get("conditions") or []:
+        if (
+            isinstance(condition, Mapping)
+            and condition.get("type") == messages.CONDITION_TYPE_UNSCHEDULABLE
+            and condition.get("status") == "True"
+        ):
+            return str(condition.get("message") or "")
+    return None
+
+
+def _victims_text(eviction: preemption.Eviction) -> str:
+    return ", ".join(f"{v.label} ({eviction.why[v.key]})" for v in eviction.victims)
+
+
+def _annotate(plan: policy.Plan, decision: preemption.Decision) -> None:
+    """Add to the waiting messages of preemptors whom they evict, and of units that wait
+    for evicted pods to end, that they do."""
+    evicting = {id(e.preemptor): e for e in decision.evictions}
+    for outcome in plan.outcomes:
+        if outcome.message is None or outcome.placed:
+            continue
+        eviction = evicting.get(id(outcome.unit))
+        if eviction is not None:
+            note = messages.preempting(outcome.unit.label, _victims_text(eviction))
+            outcome.message = f"{outcome.message} {note}"
+        elif id(outcome.unit) in decision.notes:
+            outcome.message = f"{outcome.message} {decision.notes[id(outcome.unit)]}"
 
 
 async def run(client: kube.Client, settings: Settings | None = None) -> None:
