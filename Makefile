@@ -60,8 +60,14 @@ $(ENVTEST_DIR)/.unpacked: $(K8S_ARCHIVE)
 	if command -v etcd >/dev/null 2>&1; then ln -sf "$$(command -v etcd)" $(ENVTEST_DIR)/etcd; fi
 	touch $@
 
+# The official kubeflow-training SDK (v1 jobs), for the test that it still imports and runs on
+# a machine where jobs have run: a directory of its own too, for its own kubernetes client.
+KUBEFLOW_TRAINING := $(VENV)/kubeflow-training/kubeflow/training/__init__.py
+$(KUBEFLOW_TRAINING): | $(STAMP)
+	$(BIN)/python -m pip install --quiet --target $(VENV)/kubeflow-training 'kubeflow-training==1.9.4'
+
 ## test: install, lint, check layering, run the whole suite
-test: $(STAMP) lint $(ENVTEST_STAMP)
+test: $(STAMP) $(KUBEFLOW_TRAINING) lint $(ENVTEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

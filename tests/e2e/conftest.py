@@ -21,6 +21,7 @@ lines of the logs of the plane it ran on.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import subprocess
@@ -34,7 +35,7 @@ import pytest
 
 from kubetrain import kube
 from kubetrain.local.node import runtime
-from tests import processes
+from tests import localapiserver, processes
 from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually, run
 from tests.e2e import realplane
@@ -94,13 +95,13 @@ async def _node_ready(kubeconfig: str) -> None:
         await eventually(ready, "the control plane's node is Ready", timeout=START_TIMEOUT)
 
 
-@pytest.fixture(scope="session")
-def controlplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
-    """The session's local control plane with its workloads, ready and with its node Ready."""
-    home = tmp_path_factory.mktemp("kubetrain-e2e")
-    problem = _isolation_problem(home / "probe")
-    if problem:
-        pytest.skip(problem)
+@contextlib.contextmanager
+def local_plane(
+    home: Path, *, cwd: Path | None = None, environ: dict[str, str] | None = None
+) -> Iterator[ControlPlane]:
+    """A local control plane with its workloads in ``home``, ready and with its node Ready,
+    started from ``cwd`` with ``environ`` over this process's environment; stopped (with every
+    container its node runs) when the block ends."""
     log_path = home / "controlplane.log"
     command = [
         sys.executable,
@@ -118,12 +119,15 @@ def controlplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPl
     ]
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["KUBETRAIN_HOME"] = str(home)
+    env.update(environ or {})
     with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(
+            command, stdout=log_file, stderr=subprocess.STDOUT, env=env, cwd=cwd
+        )
     plane = ControlPlane(home, str(home / "kubeconfig"), log_path)
     try:
         deadline = time.monotonic() + START_TIMEOUT
-        while not api_fixtures._ready(home, process.pid):
+        while not localapiserver._ready(home, process.pid):
             if process.poll() is not None:
                 pytest.fail(f"the control plane exited ({process.returncode}):\n{plane.tail()}")
             if time.monotonic() > deadline:
@@ -134,6 +138,17 @@ def controlplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPl
     finally:
         # the node stops every container it still runs
         processes.stop(process, timeout=STOP_TIMEOUT)
+
+
+@pytest.fixture(scope="session")
+def controlplane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """The session's local control plane with its workloads, ready and with its node Ready."""
+    home = tmp_path_factory.mktemp("kubetrain-e2e")
+    problem = _isolation_problem(home / "probe")
+    if problem:
+        pytest.skip(problem)
+    with local_plane(home) as plane:
+        yield plane
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

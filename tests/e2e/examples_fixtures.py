@@ -3,10 +3,10 @@ ready for a test's namespace, run through ``kubetrain run`` as a user would, and
 framework that is not installed.
 
 The examples name their scripts relative to the repository (``examples/xgboost/train.py``),
-which works when the control plane was started there, as ``make run`` does. A test cannot rely
-on the directory pytest was started in, so the copy it submits names the same scripts by their
-absolute path; nothing else in the manifest changes. The control plane is the session's one
-from tests/e2e/conftest.py.
+which works when ``kubetrain run -f`` is typed there, as ``make run`` does: it gives the pods
+of the host image that directory. A test cannot rely on the directory pytest was started in,
+so the copy it submits names the same scripts by their absolute path; nothing else in the
+manifest changes. The control plane is the session's one from tests/e2e/conftest.py.
 """
 
 from __future__ import annotations
