@@ -13,11 +13,16 @@ Pure modules (no I/O, no clock, no logging), lowest first::
     timeline    the nodes as expected from now on: running pods ending, units reserved
     gangs       PodGroup membership and spec (scheduler-plugins and Volcano), their status
     queue       schedulable units (a pod, or a gang's pending pods) and their order
+    queues      Volcano Queues: admission (missing, closed, capability), fair shares by
+                weight (the proportion plugin), the turns queues take, Queue status
     policy      one scheduling cycle's decisions: fit now, or a reservation for every
                 waiting unit; conservative backfill with a bound on any unit's hold-up
+    preemption  which running gangs to evict for a waiting one: by priority within a
+                queue, reclaim across queues; never for a unit that would still not fit
     messages    kube's reasons and messages, word for word, and our own
     events      the Event objects and pod condition patches the controller writes
 
 The controller, :mod:`kubetrain.local.scheduler.scheduler`, watches the API server, runs the
-policy on what it saw, and writes bindings, pod conditions, events and PodGroup status.
+policy on what it saw, and writes bindings, evictions, pod conditions, events, and PodGroup
+and Queue status.
 """

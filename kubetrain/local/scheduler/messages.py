@@ -158,8 +158,9 @@ def preempted(victim: str, preemptor: str, why: str) -> str:
     return f"{victim}: evicted, every pod of it, to make room for {preemptor}: {why}."
 
 
-def preempting(preemptor: str, victims: str, why: str) -> str:
-    return f"{preemptor}: evicting {victims} to make room for it: {why}; waiting for them to end."
+def preempting(preemptor: str, victims: str) -> str:
+    """``victims``: each victim's label with why it may be taken, in brackets."""
+    return f"{preemptor}: evicting {victims} to make room for it; waiting for them to end."
 
 
 def higher_priority(priority: int, victim_priority: int, queue: str) -> str:

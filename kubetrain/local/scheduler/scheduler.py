@@ -461,6 +461,10 @@ class Scheduler:
             namespaces is None or _key(pod)[0] in namespaces
         )
 
+    def _in_namespaces(self, obj: Mapping[str, Any]) -> bool:
+        namespaces = self.settings.namespaces
+        return namespaces is None or _key(obj)[0] in namespaces
+
     def _deleting(self, pod: Mapping[str, Any], now: float) -> bool:
         if _meta(pod).get("deletionTimestamp"):
             return True
@@ -934,7 +938,7 @@ class Scheduler:
                 spec = gangs.Spec.of(group)
                 current = _status(group)
                 if not self._manages(api_version, group, pods):
-                    if api_version == gangs.VOLCANO:
+                    if api_version == gangs.VOLCANO and self._in_namespaces(group):
                         phases[queues.queue_of(spec.queue)][str(current.get("phase") or "")] += 1
                     continue
                 outcome = outcomes.get(ref)
@@ -1020,15 +1024,19 @@ class Scheduler:
         phases: Mapping[str, collections.Counter[str]],
     ) -> None:
         """Each Queue's status: its state, its groups per phase, what its pods hold (those
-        bound in this cycle included)."""
+        bound in this cycle included). A scheduler that handles only some namespaces sees
+        only part of a queue: it writes the status of the queues it has work in, no other."""
         if self.queues is None:
             return
         held = fair.copy()
         for name, request in plan.started():
             held.charge(name, request)
         writes = []
+        partial = self.settings.namespaces is not None
         for obj in list(self.queues.objects.values()):
             name = str(_meta(obj).get("name") or "")
+            if partial and name not in phases and name not in held.allocated:
+                continue
             wanted = queues.status(_status(obj), phases.get(name, {}), held.allocated.get(name, {}))
             if not gangs.differs(_status(obj), wanted):
                 continue
