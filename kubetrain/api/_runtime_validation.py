@@ -86,6 +86,7 @@ SSH_AUTH_MOUNT_PATH_MAX = 4096
 LIST_MAX = 128
 ENV_INJECTION_TARGETS_MAX = 16
 ENV_INJECTION_CONTAINERS_MAX = 8
+CONTAINER_NAME_MAX = 63
 NUM_PROC_WORDS: tuple[str, ...] = ("auto", "cpu", "gpu")
 SUPPORTED_MPI_IMPLEMENTATIONS: tuple[str, ...] = ("OpenMPI",)
 _DNS1123_SUBDOMAIN = re.compile(
@@ -370,6 +371,7 @@ def _env_injection_errors(targets: list[Any] | None, path: Path) -> list[FieldEr
         ipath = tpath.index(i)
         if not target.job_name:
             errors.append(fe.required(str(ipath.child("jobName"))))
+        errors += max_length(target.job_name, ipath.child("jobName"), SUBDOMAIN_MAX)
         names = target.container_names
         npath = ipath.child("containerNames")
         if not names:
@@ -377,6 +379,12 @@ def _env_injection_errors(targets: list[Any] | None, path: Path) -> list[FieldEr
             continue
         if len(names) > ENV_INJECTION_CONTAINERS_MAX:
             errors.append(too_many(npath, ENV_INJECTION_CONTAINERS_MAX))
+        seen: set[str] = set()
+        for j, name in enumerate(names):  # a set (listType=set) of container names
+            errors += max_length(name, npath.index(j), CONTAINER_NAME_MAX)
+            if name in seen:
+                errors.append(fe.duplicate(str(npath.index(j)), name))
+            seen.add(name)
         if NODE in names:
             errors.append(fe.invalid(str(npath), names, ENV_INJECTION_NODE_MESSAGE))
     return errors

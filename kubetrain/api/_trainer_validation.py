@@ -145,6 +145,10 @@ ARG_MAX = 1048576
 RUNTIME_PATCHES_MAX = 16
 PATCH_JOBS_MAX = 100
 PATCH_CONTAINERS_MAX = 64
+# The other bounds the CRD puts on a PodSpecPatch (kube-apiserver enforces them by schema).
+VOLUME_MOUNTS_MAX = 128
+SCHEDULING_GATES_MAX = 16
+IMAGE_PULL_SECRETS_MAX = 64
 RUNTIME_KINDS: tuple[str, ...] = (ClusterTrainingRuntime.KIND, TrainingRuntime.KIND)
 # Containers whose env only the Trainer and Initializer APIs may set.
 API_ENV_CONTAINERS: tuple[str, ...] = (DATASET_INITIALIZER, MODEL_INITIALIZER, NODE)
@@ -404,6 +408,7 @@ def _patches_errors(patches: list[RuntimePatch], path: Path) -> list[FieldError]
         for j, rjob in enumerate(jobs):
             if not rjob.name:
                 errors.append(fe.required(str(jpath.index(j).child("name"))))
+            errors += rv.max_length(rjob.name, jpath.index(j).child("name"), REF_FIELD_MAX)
             pod_spec = _patch_pod_spec(rjob)
             if pod_spec is not None:
                 errors += _pod_spec_patch_errors(pod_spec, jpath.index(j).child(*rv.POD_SPEC_PATH))
@@ -428,6 +433,18 @@ def _pod_spec_patch_errors(spec: PodSpecOverride, path: Path) -> list[FieldError
     errors = rv.minimum(
         spec.termination_grace_period_seconds, path.child("terminationGracePeriodSeconds"), 0
     )
+    errors += rv.max_length(
+        spec.service_account_name, path.child("serviceAccountName"), REF_FIELD_MAX
+    )
+    for key, items, limit in (
+        ("tolerations", spec.tolerations, rv.LIST_MAX),
+        ("schedulingGates", spec.scheduling_gates, SCHEDULING_GATES_MAX),
+        ("imagePullSecrets", spec.image_pull_secrets, IMAGE_PULL_SECRETS_MAX),
+    ):
+        if items is not None and len(items) > limit:
+            errors.append(rv.too_many(path.child(key), limit))
+    errors += rv.duplicate_names(spec.scheduling_gates or (), path.child("schedulingGates"))
+    errors += rv.duplicate_names(spec.volumes or (), path.child("volumes"))
     for key, containers in (
         ("initContainers", spec.init_containers),
         ("containers", spec.containers),
@@ -440,7 +457,12 @@ def _pod_spec_patch_errors(spec: PodSpecOverride, path: Path) -> list[FieldError
         for i, container in enumerate(containers):
             if not container.name:
                 errors.append(fe.required(str(cpath.index(i).child("name"))))
+            errors += rv.max_length(container.name, cpath.index(i).child("name"), REF_FIELD_MAX)
             errors += rv.env_errors(container.env, cpath.index(i).child("env"))
+            mounts, mpath = container.volume_mounts, cpath.index(i).child("volumeMounts")
+            if mounts is not None and len(mounts) > VOLUME_MOUNTS_MAX:
+                errors.append(rv.too_many(mpath, VOLUME_MOUNTS_MAX))
+            errors += rv.duplicate_names(mounts or (), mpath)
     if spec.volumes is not None and len(spec.volumes) > rv.LIST_MAX:
         errors.append(rv.too_many(path.child("volumes"), rv.LIST_MAX))
     return errors
