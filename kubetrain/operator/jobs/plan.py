@@ -5,7 +5,8 @@ Given the job as the cache holds it, the pods and services it controls, and ``no
 replays upstream's ``ReconcileJobs`` (reference 3.1-3.4) with the per-framework rules of
 :mod:`kubetrain.frameworks`, in this order:
 
-1. ``runPolicy.managedBy`` names another controller, or the job is being deleted: nothing.
+1. ``runPolicy.managedBy`` names another controller (one admission accepts: a value it refuses
+   names no controller, so the job is refused in step 2), or the job is being deleted: nothing.
 2. The job fails admission (created while no webhook ran, or edited since), or its pods
    cannot be built: it is refused. Its ``Failed`` condition (reason ``<Kind>FailedValidation``)
    states every problem in the admission's words, with a Warning event of the same reason and
@@ -69,6 +70,7 @@ RESTARTED_METRIC: Final = "restarted"
 _ACTIVE_PHASES: Final = ("Running", "Pending")
 # runPolicy.managedBy naming the built-in controller, which kubetrain is.
 MANAGED_BY_US: Final = "kubeflow.org/training-operator"
+MANAGED_BY_PATH: Final = "spec.runPolicy.managedBy"
 
 
 @dataclass(frozen=True)
@@ -181,13 +183,13 @@ def plan(
 ) -> Plan:
     """Decide one reconcile of the job in ``observed`` (see the module docstring)."""
     raw = observed.job
-    other = managed_elsewhere(raw)
-    if other is not None:
-        return Plan(skip=f"managed by {other}")
     if children.is_deleting(raw):
         return Plan(skip="being deleted")
     # Status is the operator's own writing and never part of validation.
     verdict = api.review({key: value for key, value in raw.items() if key != "status"})
+    other = managed_elsewhere(raw)
+    if other is not None and MANAGED_BY_PATH not in {error.path for error in verdict.errors}:
+        return Plan(skip=f"managed by {other}")
     if not verdict.ok or not isinstance(verdict.obj, api.JobKind):
         return refused(framework, raw, "; ".join(str(error) for error in verdict.errors), now)
     try:

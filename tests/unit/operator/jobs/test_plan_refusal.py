@@ -196,3 +196,25 @@ def test_a_suspended_job_that_is_invalid_is_refused_and_its_suspension_kept() ->
         ("Suspended", "True", "PyTorchJobSuspended"),
         ("Failed", "True", "PyTorchJobFailedValidation"),
     ]
+
+
+def test_a_managed_by_value_admission_refuses_names_no_controller_so_the_job_is_refused() -> None:
+    world = World(pytorchjob("ns", "a").master().workers(1).run_policy(managedBy="nobody").doc())
+    decided = world.step()
+    assert decided.skip is None
+    refusal = world.condition("Failed")
+    assert refusal is not None
+    assert refusal["message"] == (
+        'PyTorchJob failed validation because spec.runPolicy.managedBy: Unsupported value: "nobody"'
+        ': supported values: "kubeflow.org/training-operator", "kueue.x-k8s.io/multikueue"'
+    )
+
+
+def test_a_job_multikueue_manages_is_left_alone_even_when_invalid() -> None:
+    doc = pytorchjob("ns", "a").master(2).run_policy(managedBy="kueue.x-k8s.io/multikueue").doc()
+    decided = World(doc).plan()
+    assert (decided.skip, decided.invalid, decided.status) == (
+        "managed by kueue.x-k8s.io/multikueue",
+        None,
+        None,
+    )
