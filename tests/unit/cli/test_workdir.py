@@ -7,6 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
+
 from kubetrain.cli import workdir
 from kubetrain.local.node import hostimage
 
@@ -83,3 +86,25 @@ def test_a_host_image_trainjob_names_the_files_here_by_absolute_path(tmp_path: P
 def test_anything_but_a_job_is_left_as_it_is() -> None:
     config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
     assert workdir.typed_in(config, "/x") == config
+
+
+def test_dry_runs_show_the_directory_typed_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--dry-run`` of ``submit`` and ``run -f`` prints the job with it, touching no server
+    (no kubeconfig is reachable here)."""
+    from kubetrain.cli import main
+
+    monkeypatch.setenv("KUBETRAIN_HOME", str(tmp_path / "no-plane"))
+    monkeypatch.chdir(tmp_path)
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(pytorchjob([container(hostimage.HOST_IMAGE)], [])))
+    assert main.main(["run", "-f", str(job), "--dry-run"]) == 0
+    ran = yaml.safe_load(capsys.readouterr().out)
+    assert main.main(["submit", "tf", "--dry-run", "--", "python3", "hello.py"]) == 0
+    submitted = yaml.safe_load(capsys.readouterr().out)
+    master = ran["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    worker = submitted["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert master["workingDir"] == worker["workingDir"] == str(tmp_path)
+    assert worker["image"] == hostimage.HOST_IMAGE
+    assert not (tmp_path / "no-plane").exists()
