@@ -41,7 +41,6 @@ I/O; the server serves the documents and their ETags.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 from collections.abc import Iterable
@@ -405,9 +404,13 @@ def _permissive(group: str, version: str, kind: str, ref: str) -> Doc:
 
 def _crd_kind_schema(crd_schema: Doc, gvk: dict[str, str], ref: str) -> Doc:
     """A CRD version's schema as published: metadata refers to ObjectMeta, apiVersion and
-    kind are described, and the GVK is attached."""
-    out = copy.deepcopy(crd_schema)
-    props = out.setdefault("properties", {})
+    kind are described, and the GVK is attached.
+
+    Only the root is copied: below it the document shares the CRD's nodes, which neither
+    side changes (documents are only encoded), since a CRD that embeds pod templates is a
+    schema of megabytes and the documents are rebuilt whenever a CRD changes."""
+    out = dict(crd_schema)
+    props = out["properties"] = dict(out.get("properties") or {})
     props["apiVersion"] = {**_string(_API_VERSION_DOC), **(props.get("apiVersion") or {})}
     props["kind"] = {**_string(_KIND_DOC), **(props.get("kind") or {})}
     props["metadata"] = {"$ref": ref + _META + "ObjectMeta", "description": _METADATA_DOC}
@@ -801,10 +804,16 @@ class _Kind:
 
 
 def _kinds(
-    resources: Iterable[ResourceInfo], crds: Iterable[dict[str, Any]], ref: str
+    resources: Iterable[ResourceInfo],
+    crds: Iterable[dict[str, Any]],
+    ref: str,
+    group_version: tuple[str, str] | None = None,
 ) -> list[_Kind]:
+    """Every kind served, or those of ``group_version`` alone (no other schema is built)."""
     out = []
     for info in resources:
+        if group_version is not None and (info.group, info.version) != group_version:
+            continue
         item_name = definition_name(info.group, info.version, info.kind, builtin=True)
         out.append(
             _Kind(
@@ -818,6 +827,8 @@ def _kinds(
     for crd in crds:
         names = (crd.get("spec") or {}).get("names") or {}
         for info in crd_resources(crd):
+            if group_version is not None and (info.group, info.version) != group_version:
+                continue
             crd_schema = schemas.version_schema(crd, info.version) or {
                 "type": "object",
                 "x-kubernetes-preserve-unknown-fields": True,
@@ -835,10 +846,6 @@ def _kinds(
                 )
             )
     return out
-
-
-def _group_versions(kinds: list[_Kind]) -> list[tuple[str, str]]:
-    return sorted({(k.info.group, k.info.version) for k in kinds})
 
 
 def _v3_op(op: _Op, tag: str) -> Doc:
@@ -910,11 +917,10 @@ def v3_document(
     ``components.schemas`` (plus its list kind and the meta schemas they refer to).
     """
     ref = "#/components/schemas/"
-    kinds = [
-        k
-        for k in _kinds(resources, crds, ref)
-        if (k.info.group, k.info.version) == (group, version)
-    ]
+    return _v3_document_of(group, version, _kinds(resources, crds, ref, (group, version)), ref)
+
+
+def _v3_document_of(group: str, version: str, kinds: list[_Kind], ref: str) -> Doc | None:
     if not kinds:
         return None
     tag = _tag(group, version)
@@ -957,10 +963,13 @@ def document_hash(document: Doc) -> str:
 def v3_index(resources: Iterable[ResourceInfo], crds: Iterable[dict[str, Any]]) -> Doc:
     """``/openapi/v3``: every served group-version and the URL of its document,
     ``{"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=..."}}}``."""
-    resources, crds = list(resources), list(crds)
+    ref = "#/components/schemas/"
+    by_group_version: dict[tuple[str, str], list[_Kind]] = {}
+    for kind in _kinds(resources, crds, ref):
+        by_group_version.setdefault((kind.info.group, kind.info.version), []).append(kind)
     index: Doc = {}
-    for group, version in _group_versions(_kinds(resources, crds, "")):
-        document = v3_document(group, version, resources, crds)
+    for group, version in sorted(by_group_version):
+        document = _v3_document_of(group, version, by_group_version[(group, version)], ref)
         key = gv_path(group, version)
         index[key] = {
             "serverRelativeURL": f"/openapi/v3/{key}?hash={document_hash(document or {})}"

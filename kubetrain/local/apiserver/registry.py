@@ -1421,16 +1421,30 @@ def _check_patched_depth(obj: Any) -> None:
         check_depth(obj, what="the patched object")
 
 
+def _decode_apply(body: bytes) -> Any:
+    """An apply configuration: YAML, which kubectl and client-go send as JSON. JSON is read as
+    JSON, since a CRD's configuration is megabytes, which the YAML parser takes seconds over;
+    anything else as YAML (PyYAML's Python parser: it stops at Python's recursion limit, where
+    libyaml's would overflow the C stack on a deep enough document)."""
+    import yaml
+
+    try:
+        return json.loads(body)
+    except RecursionError as exc:
+        raise too_deep() from exc
+    except ValueError:
+        pass  # not JSON: YAML
+    try:
+        return yaml.safe_load(body.decode("utf-8"))
+    except RecursionError as exc:
+        raise too_deep() from exc
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+
+
 def _decode_patch(patch_type: str, body: bytes) -> Any:
     if patch_type == APPLY_PATCH:
-        import yaml
-
-        try:
-            document = yaml.safe_load(body.decode("utf-8"))
-        except RecursionError as exc:
-            raise too_deep() from exc
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        document = _decode_apply(body)
         check_depth(document)
         return document
     try:

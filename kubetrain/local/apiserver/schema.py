@@ -1297,8 +1297,7 @@ def crd_problems(crd: dict[str, Any]) -> list[Cause]:
     (``apiextensions-apiserver/pkg/apis/apiextensions/validation``); CEL rules are not
     compiled, and default values are not validated against their schemas.
     """
-    crd = copy.deepcopy(crd)
-    apply_crd_defaults(crd)
+    crd = _defaulted_names(crd)
     causes: list[Cause] = []
     metadata = crd.get("metadata") if isinstance(crd.get("metadata"), dict) else {}
     spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
@@ -1359,6 +1358,18 @@ def crd_problems(crd: dict[str, Any]) -> list[Cause]:
             causes.append(_required(f"spec.names.{key}"))
     causes.extend(_names_problems(names))
     return causes
+
+
+def _defaulted_names(crd: dict[str, Any]) -> dict[str, Any]:
+    """``crd`` after :func:`apply_crd_defaults`, copying only what that changes: a CRD that
+    embeds pod templates holds megabytes of schema, which the checks only read."""
+    crd = dict(crd)
+    if isinstance(crd.get("spec"), dict):
+        spec = crd["spec"] = dict(crd["spec"])
+        if isinstance(spec.get("names"), dict):
+            spec["names"] = dict(spec["names"])
+    apply_crd_defaults(crd)
+    return crd
 
 
 def _names_problems(names: dict[str, Any]) -> list[Cause]:

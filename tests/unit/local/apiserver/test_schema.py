@@ -160,17 +160,23 @@ def test_prune(obj: dict[str, Any], removed: list[str], after: dict[str, Any]) -
     assert obj == after
 
 
-def test_prune_keeps_a_pytorchjob_pod_template_whole() -> None:
+def test_prune_reaches_into_a_pytorchjob_pod_template_by_its_kubernetes_schema() -> None:
     crd_schema = schema.version_schema(CRDS["PyTorchJob"], "v1")
-    template = {"spec": {"containers": [{"name": "pytorch", "image": "i", "anyField": 1}]}}
+    container = {"name": "pytorch", "image": "i", "env": [{"name": "A", "value": "1"}]}
+    template = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [container]}}
+    sent = copy.deepcopy(template)
+    sent["spec"]["containers"][0]["anyField"] = 1
     job = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": "a"},
-        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": template}}},
+        "spec": {"pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": sent}}},
         "status": {"unknownStatus": 1},
     }
-    assert schema.prune(job, crd_schema) == ["status.unknownStatus"]
+    assert schema.prune(job, crd_schema) == [
+        "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].anyField",
+        "status.unknownStatus",
+    ]
     assert job["spec"]["pytorchReplicaSpecs"]["Master"]["template"] == template
 
 
