@@ -145,12 +145,9 @@ async def trainjob_pods(
 RuntimeNodes = dict[tuple[str, str, str], int | None]
 
 
-async def runtime_nodes(
-    client: kube.Client, job: Mapping[str, Any], known: RuntimeNodes | None = None
-) -> int | None:
-    """How many nodes a TrainJob's runtime gives it: its ``mlPolicy.numNodes``, 1 when the
-    policy leaves it out (Trainer's default); None for other kinds or a runtime that cannot be
-    read. ``known`` keeps the answers by runtime, so jobs sharing one read it once."""
+def runtime_ref(job: Mapping[str, Any]) -> tuple[kube.Resource, str | None, str] | None:
+    """Where a TrainJob's runtime lives: (resource, namespace or None, name); None for other
+    kinds and a TrainJob that names no runtime."""
     if jobkinds.of(job) is not jobkinds.TRAINJOB:
         return None
     spec = job.get("spec") if isinstance(job.get("spec"), Mapping) else {}
@@ -158,25 +155,41 @@ async def runtime_nodes(
     name = ref.get("name")
     if not isinstance(name, str) or not name:
         return None
-    if ref.get("kind") == "TrainingRuntime":
-        where: dict[str, Any] = {"namespace": namespace_of(job)}
-        plural = "trainingruntimes"
-    else:
-        where, plural = {}, "clustertrainingruntimes"
-    key = (plural, where.get("namespace", ""), name)
+    namespaced = ref.get("kind") == "TrainingRuntime"
+    plural = "trainingruntimes" if namespaced else "clustertrainingruntimes"
+    runtimes = kube.Resource(
+        jobkinds.TRAINER_GROUP, jobkinds.TRAINER_VERSION, plural, namespaced=namespaced
+    )
+    return runtimes, namespace_of(job) if namespaced else None, name
+
+
+def nodes_of_runtime(runtime: Mapping[str, Any]) -> int | None:
+    """The nodes a runtime gives its TrainJobs: ``mlPolicy.numNodes``, 1 when the policy
+    leaves it out (Trainer's default)."""
+    policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
+    nodes = policy.get("numNodes", 1) if isinstance(policy, Mapping) else 1
+    return nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+
+
+async def runtime_nodes(
+    client: kube.Client, job: Mapping[str, Any], known: RuntimeNodes | None = None
+) -> int | None:
+    """How many nodes a TrainJob's runtime gives it (:func:`nodes_of_runtime`); None for
+    other kinds or a runtime that cannot be read. ``known`` keeps the answers by runtime, so
+    jobs sharing one read it once."""
+    where = runtime_ref(job)
+    if where is None:
+        return None
+    runtimes, namespace, name = where
+    key = (runtimes.plural, namespace or "", name)
     if known is not None and key in known:
         return known[key]
-    runtimes = kube.Resource(
-        jobkinds.TRAINER_GROUP, jobkinds.TRAINER_VERSION, plural, namespaced=bool(where)
-    )
     try:
-        runtime = await client.get(runtimes, name, **where)
+        runtime = await client.get(runtimes, name, namespace=namespace)
     except kube.ApiError:
         found = None
     else:
-        policy = (runtime.get("spec") or {}).get("mlPolicy") or {}
-        nodes = policy.get("numNodes", 1) if isinstance(policy, Mapping) else 1
-        found = nodes if isinstance(nodes, int) and not isinstance(nodes, bool) else None
+        found = nodes_of_runtime(runtime)
     if known is not None:
         known[key] = found
     return found
@@ -187,12 +200,22 @@ async def events(
 ) -> list[dict[str, Any]]:
     """Events about the job and its pods (and the services named like them), oldest first."""
     listed = await client.list_all(EVENTS, namespace=namespace_of(job))
+    return about(job, pods, listed.get("items") or [])
+
+
+def about(
+    job: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    events: Iterable[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Those of ``events`` (of the job's namespace) that are about the job, its pods or the
+    services named like them, oldest first."""
     kind = str(job.get("kind"))
     mine = {(kind, name_of(job))}
     for pod in pods:
         mine |= {("Pod", name_of(pod)), ("Service", name_of(pod))}
     found = []
-    for event in listed.get("items") or []:
+    for event in events:
         involved = event.get("involvedObject") or {}
         if (involved.get("kind"), involved.get("name")) in mine:
             found.append(event)

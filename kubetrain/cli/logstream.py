@@ -136,6 +136,42 @@ async def print_logs(
     return read, missing
 
 
+Instance = tuple[str, str, int]  # (pod uid, container, restart count)
+
+
+def instance(
+    pod: Mapping[str, Any], kind: jobkinds.JobKind, container: str | None = None
+) -> tuple[Instance, str, int] | None:
+    """The container instance of ``pod`` whose log can be followed now (``container``, else
+    the replica's own), with its container name and restart count; None while the pod is
+    not on a node or the container waits (no log yet: a later change of the pod tells).
+    Each instance's log is followed once: a restart is a new instance."""
+    if replicas.node(pod) is None:
+        return None
+    container = container or replicas.default_container(pod, kind)
+    if container is None:
+        return None
+    status = next(
+        (
+            s
+            for s in (pod.get("status") or {}).get("containerStatuses") or []
+            if isinstance(s, Mapping) and s.get("name") == container
+        ),
+        None,
+    )
+    if status is not None:
+        state = status.get("state") or {}
+        if "running" not in state and "terminated" not in state:
+            return None
+        restarts = int(status.get("restartCount") or 0)
+    elif replicas.phase(pod) in ("Running", "Succeeded", "Failed"):
+        restarts = 0
+    else:
+        return None
+    uid = str((pod.get("metadata") or {}).get("uid") or jobs.name_of(pod))
+    return (uid, container, restarts), container, restarts
+
+
 class Follower:
     """Streams the logs of a job's pods into a sink until the job finishes.
 
@@ -217,30 +253,12 @@ class Follower:
 
     def _consider(self, pod: dict[str, Any], group: _aio.TaskGroup) -> None:
         replica = replicas.of_pod(pod, self.kind)
-        if not selects(replica, self.wanted) or replicas.node(pod) is None:
+        if not selects(replica, self.wanted):
             return
-        container = self.options.container or replicas.default_container(pod, self.kind)
-        if container is None:
+        found = instance(pod, self.kind, self.options.container)
+        if found is None:
             return
-        status = next(
-            (
-                s
-                for s in (pod.get("status") or {}).get("containerStatuses") or []
-                if isinstance(s, Mapping) and s.get("name") == container
-            ),
-            None,
-        )
-        if status is not None:
-            state = status.get("state") or {}
-            if "running" not in state and "terminated" not in state:
-                return  # waiting: no log yet; a later change of the pod starts it
-            restarts = int(status.get("restartCount") or 0)
-        elif replicas.phase(pod) in ("Running", "Succeeded", "Failed"):
-            restarts = 0
-        else:
-            return
-        uid = str((pod.get("metadata") or {}).get("uid") or jobs.name_of(pod))
-        key = (uid, container, restarts)
+        key, container, restarts = found
         if key in self._started:
             return
         self._started.add(key)
