@@ -48,6 +48,7 @@ VERBS: dict[str, str] = {
     "resume": "suspend",
     "wait": "wait",
     "top": "top",
+    "dashboard": "dashboard",
     "completion": "completion",
 }
 
