@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint unit crds k8s-openapi manifests clean envtest
+.PHONY: run test lint unit crds k8s-openapi manifests clean envtest chromium dashboard-assets
 
 # A real Kubernetes control plane for the tests that run against one (envtest's convention:
 # KUBEBUILDER_ASSETS names a directory with kube-apiserver, kube-controller-manager,
@@ -67,8 +67,28 @@ $(KUBEFLOW_TRAINING): | $(STAMP)
 	$(BIN)/python -m pip install --quiet --target $(VENV)/kubeflow-training 'kubeflow-training==1.9.4'
 
 ## test: install, lint, check layering, run the whole suite
-test: $(STAMP) $(KUBEFLOW_TRAINING) lint $(ENVTEST_STAMP)
+test: $(STAMP) $(KUBEFLOW_TRAINING) lint $(ENVTEST_STAMP) chromium
 	$(BIN)/python -m pytest -q
+
+# Chromium for the dashboard's tests in a real browser (Debian's; Playwright, from the test
+# extra, drives it): installed when missing, as root or through sudo; without it those tests
+# skip and say why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	      chromium >/dev/null; } \
+	    || echo "note: could not install chromium; the dashboard's browser tests skip"; }
+
+## dashboard-assets: rebuild kubetrain/dashboard/static from kubetrain/dashboard/frontend
+## (its package.json and package-lock.json, with npm; Debian's nodejs and npm when missing)
+DASHBOARD_FRONTEND := kubetrain/dashboard/frontend
+dashboard-assets:
+	@command -v npm >/dev/null 2>&1 || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    nodejs npm >/dev/null; }
+	cd $(DASHBOARD_FRONTEND) && npm ci --no-audit --no-fund && npm run build
 
 lint: $(STAMP)
 	$(BIN)/ruff check kubetrain tests bench
