@@ -44,7 +44,7 @@ STATIC: Final = Path(__file__).parent / "static"
 HEARTBEAT: Final = 15.0  # seconds between two keep-alive comments on a quiet stream
 RETRY_MS: Final = 1000  # how soon a browser reconnects a broken stream
 READY_TIMEOUT: Final = 30.0  # seconds a stream waits for the first lists before its snapshot
-ACTIONS: Final = ("delete", "suspend", "resume")
+ACTIONS: Final = {"delete": "deleted", "suspend": "suspended", "resume": "resumed"}
 TOKEN_MARK: Final = "{{token}}"
 JOB_KINDS: Final = tuple(kind.kind for kind in jobkinds.KINDS)
 JOB_SOURCES: Final = (
@@ -271,19 +271,20 @@ class Dashboard:
                     propagation_policy="Background",
                     preconditions={"uid": str(uid)} if uid else None,
                 )
-                return web.json_response({"message": f"{what} deleted"})
+                return web.json_response({"message": f"{what} {ACTIONS[action]}"})
             wanted = action == "suspend"
             state = jobstate.of(job)
             if wanted and state.finished:
                 raise _problem(409, f"{what} has already finished; there is nothing to suspend")
             if suspend.is_suspended(job) == wanted:
-                return web.json_response({"message": f"{what} was already {action}d"})
+                already = "suspended" if wanted else "not suspended"
+                return web.json_response({"message": f"{what} was already {already}"})
             await self.client.patch(
                 kind.resource, key[2], suspend.suspend_patch(kind, wanted), namespace=key[1]
             )
         except kube.ApiError as exc:
             raise _problem(exc.code or 502, f"{what}: {errors.describe(exc)}") from exc
-        return web.json_response({"message": f"{what} {action}d"})
+        return web.json_response({"message": f"{what} {ACTIONS[action]}"})
 
     # -- helpers --------------------------------------------------------------------------
 
@@ -371,7 +372,7 @@ async def serve(
     )
     await runner.setup()
     try:
-        site = web.TCPSite(runner, address, port, shutdown_timeout=1.0)
+        site = web.TCPSite(runner, address, port)
         await site.start()
         bound = runner.addresses[0][:2] if runner.addresses else (address, port)
         host = f"[{bound[0]}]" if ":" in str(bound[0]) else str(bound[0])
