@@ -250,7 +250,8 @@ async def establish(reg: Any, item: store.Item) -> None:
 class CustomResourceStrategy(strategies.Strategy):
     """Custom resources: the CRD version's structural schema defaults, prunes and validates."""
 
-    name_rule = staticmethod(strategies.path_segment)
+    # apiextensions' validator: ValidateObjectMetaAccessor with NameIsDNSSubdomain
+    name_rule = staticmethod(strategies.dns1123_subdomain)
     own_field_labels = True  # a cluster-scoped one refuses metadata.namespace, as in kube
 
     def __init__(self, r: resources.Resource) -> None:

@@ -958,7 +958,8 @@ def _to_cause(error: _Error, prefix: str) -> Cause:
         return _not_supported(field, error.value, values)
     if error.code == "too_long":
         detail = (
-            f"may not be more than {error.limit} bytes" if error.limit >= 0 else "value is too long"
+            # field.TooLong as kube-apiserver 1.28 words it
+            f"may not be longer than {error.limit}" if error.limit >= 0 else "value is too long"
         )
         return _cause("FieldValueTooLong", f"Too long: {detail}", field)
     if error.code in ("max_items", "max_props"):
@@ -1012,7 +1013,8 @@ def validate(
 
     if _has_rules(schema):
         if any(c["reason"] in _BLOCKING for c in causes):
-            causes.append(_invalid("<nil>", None, _RULES_SKIPPED))
+            # field.Invalid(nil, nil, ...): Go prints a nil value as the string "null"
+            causes.append(_invalid("<nil>", "null", _RULES_SKIPPED))
         elif old is not None:
             causes.extend(_transition_causes(obj, old, schema, path))
     return causes

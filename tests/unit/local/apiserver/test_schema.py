@@ -362,7 +362,7 @@ VALIDATE_CASES = [
     (
         "maxLength is a too-long error that omits the value",
         cr(name="abcdefg"),
-        [cause("spec.name", "FieldValueTooLong", "Too long: may not be more than 5 bytes")],
+        [cause("spec.name", "FieldValueTooLong", "Too long: may not be longer than 5")],
     ),
     (
         "minLength",
@@ -569,7 +569,7 @@ RULES["properties"]["spec"]["properties"]["rules"] = {
 }
 SKIPPED = invalid(
     "<nil>",
-    "null: some validation rules were not checked because the object was invalid; "
+    '"null": some validation rules were not checked because the object was invalid; '
     "correct the existing errors to complete validation",
 )
 
