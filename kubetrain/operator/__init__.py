@@ -11,9 +11,11 @@ through the API server.
                recorder, Prometheus metrics and the health probes, all wired by the Manager
     jobs/      the v1 job reconciler (PyTorchJob, TFJob, MPIJob, XGBoostJob, PaddleJob, JAXJob,
                MXJob): one generic reconciler over ``kubetrain.frameworks``
-    trainjob/  (to come) the TrainJob reconciler and its runtime plugins
+    trainjob/  the TrainJob reconciler and its runtime plugins
+    webhook/   the admission webhooks: kubetrain's admission (``kubetrain.api.review``) served
+               to kube-apiserver, with their certificate kept in a Secret
 
 Must not: import ``kubetrain.local`` (the operator and the local control plane are side by
 side, never on top of each other), speak HTTP other than through ``kubetrain.kube`` (serving
-its own metrics and probes aside), or keep state that is not in the API server.
+its own metrics, probes and webhooks aside), or keep state that is not in the API server.
 """

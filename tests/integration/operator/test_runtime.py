@@ -400,6 +400,56 @@ def test_readyz_fails_while_a_cache_has_not_synced(
     run(body())
 
 
+class Gate:
+    """A runnable (as the admission webhook is) that becomes ready when the test says."""
+
+    name = "gate"
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.open = asyncio.Event()
+
+    async def run(self) -> None:
+        await self.open.wait()
+        self.ready.set()
+        await asyncio.get_running_loop().create_future()
+
+
+def test_controllers_and_readiness_wait_for_every_runnable(
+    kubeconfig: str, namespace: str, manager_settings: Callable[..., manager.Settings]
+) -> None:
+    """Upstream starts no controller before the webhook's certificates are ready, and its
+    readyz waits for the webhook server: the caches sync meanwhile, nothing is reconciled."""
+
+    async def body() -> None:
+        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
+            m, reconciler = mirror_manager(client, manager_settings())
+            gate = Gate()
+            m.add(gate)
+            await client.create(CONFIGMAPS, configmap("a", {"k": "v"}), namespace=namespace)
+            async with running(m), aiohttp.ClientSession() as http:
+
+                async def readyz() -> tuple[int, str]:
+                    url = f"http://127.0.0.1:{m.probe_port}/readyz"
+                    async with http.get(url) as response:
+                        return response.status, await response.text()
+
+                async def synced_but_gated() -> bool:
+                    return m.probe_port is not None and m.unready() == ["gate not ready"]
+
+                await eventually(synced_but_gated, "the caches sync while the gate is shut")
+                assert await readyz() == (500, "[-]gate not ready\nreadyz check failed\n")
+                assert reconciler.calls == {}
+                assert not m.leading
+                gate.open.set()
+                await eventually(
+                    lambda: mirrored(client, namespace, "a", {"k": "v"}), "reconciled once open"
+                )
+                assert await readyz() == (200, "ok")
+
+    run(body())
+
+
 def test_endpoints_can_be_turned_off(
     kubeconfig: str, manager_settings: Callable[..., manager.Settings]
 ) -> None:
