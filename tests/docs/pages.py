@@ -22,6 +22,7 @@ GUIDE: Final = (
     "docs/troubleshooting.md",
     "docs/jobs.md",
     "docs/progress.md",
+    "docs/dashboard.md",
     "docs/initializers.md",
     "docs/kubectl.md",
     "docs/sdk.md",
