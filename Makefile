@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	  else echo "note: no mpirun, and no apt-get to install it: the MPI example needs Open MPI"; fi; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax,tf,paddle]'
+	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax,tf,paddle,initializers]'
 	# The official Kubeflow SDK, for the test that drives kubetrain with it: a directory of its
 	# own, since it pins an older kubernetes client than kubetrain's.
 	test -f $(VENV)/kubeflow-sdk/kubeflow/trainer/__init__.py || \
@@ -66,8 +66,15 @@ KUBEFLOW_TRAINING := $(VENV)/kubeflow-training/kubeflow/training/__init__.py
 $(KUBEFLOW_TRAINING): | $(STAMP)
 	$(BIN)/python -m pip install --quiet --target $(VENV)/kubeflow-training 'kubeflow-training==1.9.4'
 
+# moto's S3 server, for the s3:// initializer's tests: a virtual environment of its own, since
+# its boto3 pins python-dateutil<3, which kubetrain's Kubernetes client cannot use.
+MOTO := $(VENV)/moto/bin/moto_server
+$(MOTO): | $(STAMP)
+	test -x $(VENV)/moto/bin/python || $(PYTHON) -m venv $(VENV)/moto
+	$(VENV)/moto/bin/python -m pip install --quiet 'moto[s3]==5.2.5' 'flask>=3' 'flask-cors>=5'
+
 ## test: install, lint, check layering, run the whole suite
-test: $(STAMP) $(KUBEFLOW_TRAINING) lint $(ENVTEST_STAMP) chromium
+test: $(STAMP) $(KUBEFLOW_TRAINING) $(MOTO) lint $(ENVTEST_STAMP) chromium
 	$(BIN)/python -m pytest -q
 
 # Chromium for the dashboard's tests in a real browser (Debian's; Playwright, from the test

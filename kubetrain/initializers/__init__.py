@@ -18,13 +18,18 @@ sets it.
 
     hf://<org>/<name>             huggingface_hub.snapshot_download (a dataset repo for the
                                   dataset initializer, a model repo for the model one; the
-                                  model keeps upstream's file patterns)
+                                  model keeps upstream's file patterns); HF_ENDPOINT names a
+                                  mirror, ACCESS_TOKEN is sent as the bearer token
     s3://<bucket>/<prefix>        every object under the prefix (or the object it names),
-                                  over aiohttp with AWS Signature Version 4; ENDPOINT for
-                                  S3-compatible services, AWS_* variables as fallbacks
+                                  through the MinIO client; ENDPOINT for S3-compatible
+                                  services, ROLE_ARN to assume a role, AWS_* as fallbacks
     file:///<path>                a file or directory of the node's filesystem, copied
     pvc://<claim>/<path>          a path in another PersistentVolumeClaim, copied; the
                                   controller mounts that claim read-only at /mnt/source
+
+The initializer runs once per TrainJob, before any node starts, into the volume every node
+mounts: the nodes read what it fetched and fetch nothing themselves. Its log says how far it
+has come (files and bytes, :mod:`.progress`), readable with ``kubectl logs``.
 
 Upstream has ``hf://``, ``s3://`` and ``cache://``; ``file://`` and ``pvc://`` are kubetrain's
 (data that is already on the machine or in a volume), and ``cache://`` (a Rust data cache
@@ -36,11 +41,12 @@ before any trainer pod starts.
     config     the environment contract, read into a :class:`~.config.Config`
     files      file:// and pvc:// copies
     huggingface   the Hugging Face source (its library is imported only when used)
-    s3, sigv4     the S3 source and the request signer it uses
+    s3         the S3 source (its library, too, is imported only when used)
+    progress   files and bytes done, as log lines
     __main__   the program
 
 Must not: import ``kubetrain.cli`` or the operator (an initializer pod runs only this), or
-import huggingface_hub unless the URI asks for it, or log a token, key or header.
+import huggingface_hub or minio unless the URI asks for it, or log a token, key or header.
 """
 
 from __future__ import annotations

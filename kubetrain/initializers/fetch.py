@@ -1,6 +1,6 @@
 """Which source fills the destination, by the URI's scheme.
 
-Must not: block the event loop; the copies and the Hugging Face download are blocking
+Must not: block the event loop; the copies and the Hugging Face and S3 downloads are blocking
 library calls and run in a worker thread.
 """
 
@@ -17,6 +17,6 @@ async def fetch(config: cfg.Config) -> None:
     if config.scheme == "hf":
         await asyncio.to_thread(huggingface.download, config)
     elif config.scheme == "s3":
-        await s3.download(config)
+        await asyncio.to_thread(s3.download, config)
     else:  # file, pvc (from_env admits no other scheme)
         await asyncio.to_thread(files.copy, config)

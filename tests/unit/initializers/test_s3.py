@@ -1,14 +1,15 @@
 """The S3 source's pure parts: the env contract (upstream's variables, then the AWS SDKs'),
-where a bucket is addressed, which keys land where, credentials, and the XML S3 answers with.
-Downloads against a stand-in S3 server are in tests/integration/initializers."""
+where a bucket is addressed, which keys land where, credentials, and a transfer cut short.
+Downloads against a real S3-compatible server are in tests/integration/initializers."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kubetrain.initializers import InitializerError, s3
+from kubetrain.initializers import InitializerError, progress, s3
 from kubetrain.initializers import config as cfg
 
 
@@ -88,57 +89,36 @@ def test_secrets_stay_out_of_the_config_repr() -> None:
 
 
 @pytest.mark.parametrize(
-    ("uri", "env", "host", "bucket_path", "key_path"),
+    ("uri", "env", "expected"),
     [
         pytest.param(
             "s3://data-bucket/x",
             {},
-            "data-bucket.s3.us-east-1.amazonaws.com",
-            "/",
-            "/a%20b/c.txt",
-            id="AWS: virtual-hosted, us-east-1 by default",
-        ),
-        pytest.param(
-            "s3://data.bucket/x",
-            {"REGION": "eu-west-1"},
-            "s3.eu-west-1.amazonaws.com",
-            "/data.bucket",
-            "/data.bucket/a%20b/c.txt",
-            id="AWS: path-style for a bucket with dots (its TLS name would not match)",
+            s3.Location("data-bucket", "s3.amazonaws.com", True, None),
+            id="AWS; the client finds the bucket's region when none is given",
         ),
         pytest.param(
             "s3://b/x",
-            {"ENDPOINT": "http://127.0.0.1:9000"},
-            "127.0.0.1:9000",
-            "/b",
-            "/b/a%20b/c.txt",
-            id="an endpoint: path-style, its port in the host",
+            {"ENDPOINT": "http://127.0.0.1:9000", "REGION": "eu-west-1"},
+            s3.Location("b", "127.0.0.1:9000", False, "eu-west-1"),
+            id="an endpoint: its port in the host, plain HTTP",
         ),
         pytest.param(
             "s3://b/x",
-            {"ENDPOINT": "https://storage.example.com:443/s3/"},
-            "storage.example.com",
-            "/s3/b",
-            "/s3/b/a%20b/c.txt",
-            id="an endpoint with a path: kept; the scheme's default port left out",
+            {"ENDPOINT": "https://storage.example.com:443/"},
+            s3.Location("b", "storage.example.com", True, None),
+            id="the scheme's default port left out; a bare slash is no path",
         ),
         pytest.param(
             "s3://b/x",
             {"ENDPOINT": "http://[::1]:9000"},
-            "[::1]:9000",
-            "/b",
-            "/b/a%20b/c.txt",
+            s3.Location("b", "[::1]:9000", False, None),
             id="an IPv6 endpoint",
         ),
     ],
 )
-def test_where_a_bucket_is_addressed(
-    uri: str, env: dict[str, str], host: str, bucket_path: str, key_path: str
-) -> None:
-    where = s3.location(cfg.from_env("dataset", {"STORAGE_URI": uri, **env}))
-    assert where.host == host
-    assert where.path() == bucket_path
-    assert where.path("a b/c.txt") == key_path
+def test_where_a_bucket_is_addressed(uri: str, env: dict[str, str], expected: s3.Location) -> None:
+    assert s3.location(cfg.from_env("dataset", {"STORAGE_URI": uri, **env})) == expected
 
 
 @pytest.mark.parametrize(
@@ -146,21 +126,27 @@ def test_where_a_bucket_is_addressed(
     [
         pytest.param(
             {"ENDPOINT": "minio:9000"},
-            "S3 endpoint 'minio:9000' is not a URL; accepted: http(s)://<host>[:<port>] (keys go "
-            "in ACCESS_KEY_ID and SECRET_ACCESS_KEY)",
+            "S3 endpoint 'minio:9000' is not a URL of a service; accepted: "
+            "http(s)://<host>[:<port>] (keys go in ACCESS_KEY_ID and SECRET_ACCESS_KEY)",
             id="an endpoint without a scheme",
         ),
         pytest.param(
             {"ENDPOINT": "http://minio:nine"},
-            "S3 endpoint 'http://minio:nine' is not a URL; accepted: http(s)://<host>[:<port>] "
-            "(keys go in ACCESS_KEY_ID and SECRET_ACCESS_KEY)",
+            "S3 endpoint 'http://minio:nine' is not a URL of a service; accepted: "
+            "http(s)://<host>[:<port>] (keys go in ACCESS_KEY_ID and SECRET_ACCESS_KEY)",
             id="an endpoint whose port is not a number",
         ),
         pytest.param(
             {"ENDPOINT": "http://user:hunter2@minio:9000"},
-            "S3 endpoint '<a URL with credentials in it>' is not a URL; accepted: "
+            "S3 endpoint '<a URL with credentials in it>' is not a URL of a service; accepted: "
             "http(s)://<host>[:<port>] (keys go in ACCESS_KEY_ID and SECRET_ACCESS_KEY)",
             id="an endpoint with keys in it is refused without showing them",
+        ),
+        pytest.param(
+            {"ENDPOINT": "https://storage.example.com/s3"},
+            "S3 endpoint 'https://storage.example.com/s3' is not a URL of a service; accepted: "
+            "http(s)://<host>[:<port>] (keys go in ACCESS_KEY_ID and SECRET_ACCESS_KEY)",
+            id="an endpoint with a path (S3 clients address buckets at the service's root)",
         ),
         pytest.param(
             {"ACCESS_KEY_ID": "k"},
@@ -176,10 +162,9 @@ def test_where_a_bucket_is_addressed(
         ),
         pytest.param(
             {"ROLE_ARN": "arn:aws:iam::1:role/r"},
-            "ROLE_ARN (assuming a role) is not supported; accepted: ACCESS_KEY_ID and "
-            "SECRET_ACCESS_KEY, or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and "
-            "AWS_SESSION_TOKEN holding the role's temporary credentials",
-            id="a role to assume is refused, not ignored",
+            "ROLE_ARN is set without keys to assume it with; accepted: ACCESS_KEY_ID and "
+            "SECRET_ACCESS_KEY (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) beside it",
+            id="a role without keys to assume it with",
         ),
     ],
 )
@@ -199,9 +184,13 @@ def test_configuration_errors_name_the_uri_and_what_is_accepted(
 
 def test_no_keys_means_anonymous_requests() -> None:
     assert s3.credentials(configured()) is None
-    keys = s3.credentials(configured(AWS_ACCESS_KEY_ID="a", AWS_SECRET_ACCESS_KEY="b"))
-    assert keys is not None
-    assert (keys.access_key_id, keys.secret_access_key) == ("a", "b")
+    keys = s3.credentials(
+        configured(AWS_ACCESS_KEY_ID="a", AWS_SECRET_ACCESS_KEY="b", AWS_SESSION_TOKEN="t")
+    )
+    assert keys == s3.Keys("a", "b", "t", None)
+    role = s3.credentials(configured(ACCESS_KEY_ID="a", SECRET_ACCESS_KEY="b", ROLE_ARN="arn"))
+    assert role == s3.Keys("a", "b", None, "arn"), "the role's own token signs"
+    assert "b" not in repr(role).replace("arn", "")
 
 
 @pytest.mark.parametrize(
@@ -237,54 +226,64 @@ def test_targets_skip_markers_and_ignored_files_and_refuse_escapes(tmp_path: Pat
         s3.target(dataset, "d", "d/../../escape")
 
 
-NS = 'xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+class Body:
+    """A GetObject response whose body is ``data``, cut after ``cut`` bytes when given."""
+
+    def __init__(self, data: bytes, cut: int | None = None) -> None:
+        self.data, self.cut, self.closed = data, cut, False
+
+    def stream(self, size: int) -> Iterator[bytes]:
+        import urllib3
+
+        sent = self.data if self.cut is None else self.data[: self.cut]
+        for start in range(0, len(sent), size):
+            yield sent[start : start + size]
+        if self.cut is not None:
+            raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead")
+
+    def close(self) -> None:
+        self.closed = True
+
+    def release_conn(self) -> None:
+        pass
 
 
-@pytest.mark.parametrize(
-    ("body", "objects", "token"),
-    [
-        pytest.param(
-            f"<ListBucketResult {NS}><IsTruncated>true</IsTruncated>"
-            "<EncodingType>url</EncodingType>"
-            "<Contents><Key>data/a+b%2Bc.txt</Key><Size>3</Size></Contents>"
-            "<Contents><Key>data/%C3%A9</Key><Size>0</Size></Contents>"
-            "<NextContinuationToken>tok/1=</NextContinuationToken></ListBucketResult>",
-            [s3.Object("data/a b+c.txt", 3), s3.Object("data/é", 0)],
-            "tok/1=",
-            id="url-encoded keys are decoded; a truncated page names the next",
-        ),
-        pytest.param(
-            "<ListBucketResult><IsTruncated>false</IsTruncated>"
-            "<Contents><Key>data/50%+1.txt</Key><Size>1</Size></Contents>"
-            "<NextContinuationToken>ignored</NextContinuationToken></ListBucketResult>",
-            [s3.Object("data/50%+1.txt", 1)],
-            None,
-            id="a service that ignored encoding-type: keys as they are; the last page",
-        ),
-        pytest.param(
-            f"<ListBucketResult {NS}><IsTruncated>false</IsTruncated></ListBucketResult>",
-            [],
-            None,
-            id="nothing under the prefix",
-        ),
-    ],
-)
-def test_listing_pages_are_read(body: str, objects: list[s3.Object], token: str | None) -> None:
-    assert s3.parse_listing(body.encode()) == (objects, token)
+class Api:
+    """``get_object`` answering with the queued bodies in turn."""
+
+    def __init__(self, *bodies: Body) -> None:
+        self.bodies = list(bodies)
+        self.calls = 0
+
+    def get_object(self, bucket: str, key: str) -> Body:
+        self.calls += 1
+        return self.bodies.pop(0)
 
 
-@pytest.mark.parametrize(
-    ("body", "detail"),
-    [
-        pytest.param(
-            b"<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>",
-            "403 AccessDenied: Access Denied",
-            id="S3's error code and message",
-        ),
-        pytest.param(b"<Error><Code>NoSuchBucket</Code></Error>", "403 NoSuchBucket", id="code"),
-        pytest.param(b"", "403 Forbidden", id="no body: the status line"),
-        pytest.param(b"<html>oops", "403 Forbidden", id="not XML"),
-    ],
-)
-def test_error_details_come_from_s3_s_error_document(body: bytes, detail: str) -> None:
-    assert s3.error_detail(403, "Forbidden", body) == detail
+def test_a_transfer_cut_short_is_tried_again_and_leaves_no_part_file(tmp_path: Path) -> None:
+    data = b"0123456789" * 1000
+    api = Api(Body(data, cut=4000), Body(data[:10]), Body(data))
+    where = s3.Location("b", "h", False)
+    bar = progress.Progress("dataset initializer", 1, len(data))
+    path = tmp_path / "sub" / "x.bin"
+
+    size = s3._save(api, where, s3.Object("k", len(data)), str(path), bar)  # type: ignore[arg-type]
+
+    assert size == len(data)
+    assert path.read_bytes() == data
+    assert api.calls == 3, "a dropped connection, then a short body, then the whole object"
+    assert bar.bytes_done == len(data), "what the failed tries brought is taken back"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["x.bin"]
+
+
+def test_a_transfer_that_keeps_failing_is_reported(tmp_path: Path) -> None:
+    api = Api(*(Body(b"abc", cut=1) for _ in range(s3.RETRIES + 1)))
+    where = s3.Location("b", "h", False)
+    bar = progress.Progress("dataset initializer", 1, 3)
+
+    with pytest.raises(s3._Failed) as caught:
+        s3._save(api, where, s3.Object("k", 3), str(tmp_path / "x"), bar)  # type: ignore[arg-type]
+
+    assert str(caught.value) == ("s3://b/k: ProtocolError: Connection broken: IncompleteRead")
+    assert api.calls == s3.RETRIES + 1
+    assert list(tmp_path.iterdir()) == []
