@@ -3,7 +3,8 @@
 Serves :mod:`kubetrain.dashboard` on 127.0.0.1 (``--address`` for another interface, with a
 warning), reading the target every command reads (``--kubeconfig``/``--context``, else the
 local control plane) with the user's own credentials, and prints the address with a fresh
-access token in it. It opens a browser only with ``--open``, and runs until interrupted.
+access token in it (or ``$KUBETRAIN_DASHBOARD_TOKEN``). It opens a browser only with
+``--open``, and runs until interrupted.
 
 Owns: the command line. The server is :mod:`kubetrain.dashboard.server`.
 """
@@ -13,6 +14,8 @@ from __future__ import annotations
 import argparse
 import errno
 import ipaddress
+import os
+import re
 import sys
 import webbrowser
 
@@ -21,6 +24,10 @@ from kubetrain.dashboard import access, server
 
 DEFAULT_PORT = 8765
 LOOPBACK = "127.0.0.1"
+# A token of the user's choosing instead of a new one per run (as JUPYTER_TOKEN), so that an
+# address stays valid across restarts; from the environment, never argv, which others can see.
+TOKEN_ENV = "KUBETRAIN_DASHBOARD_TOKEN"
+MIN_TOKEN = 16
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,13 +76,19 @@ async def _serve(args: argparse.Namespace) -> int:
         if args.open:
             webbrowser.open(url)
 
+    token = os.environ.get(TOKEN_ENV) or access.new_token()
+    if not re.fullmatch(rf"[A-Za-z0-9._~-]{{{MIN_TOKEN},}}", token):
+        raise errors.UserError(
+            f"{TOKEN_ENV}: a token is at least {MIN_TOKEN} of A-Z, a-z, 0-9, '.', '_', '~' "
+            "and '-' (it goes in the address as it is); unset it for a new random one"
+        )
     async with target.connect(args) as tgt:
         try:
             await server.serve(
                 tgt.client,
                 address=args.address,
                 port=args.port,
-                token=access.new_token(),
+                token=token,
                 namespace=args.namespace,
                 fallback_namespace=tgt.namespace,
                 on_ready=ready,

@@ -3,7 +3,9 @@
 control plane, and follows a TrainJob and a PyTorchJob from their creation to their end.
 
 One browser session, one scenario: the Jobs page sees both jobs appear, the TrainJob finish
-(Complete) and the PyTorchJob fail with its failing replica and exit code; the TrainJob's page
+(Complete) and the PyTorchJob fail with its failing replica and exit code, and its streams
+reconnect by themselves when the dashboard is restarted (same port, same token from
+``KUBETRAIN_DASHBOARD_TOKEN``); the TrainJob's page
 streams its logs, shows its conditions, replicas and pods over time, its YAML and runtime;
 its training curves hold the three reports its script made, value for value; the Nodes page
 shows the node; and the PyTorchJob is deleted from its page. Every text the jobs control
@@ -22,6 +24,7 @@ import concurrent.futures
 import contextlib
 import os
 import queue
+import re
 import secrets
 import shutil
 import subprocess
@@ -79,25 +82,36 @@ def sync_playwright() -> Any:
     return sync_playwright
 
 
-@contextlib.contextmanager
-def dashboard(kubeconfig: str, home: Path) -> Iterator[str]:
-    """``kubetrain dashboard`` on a free port; yields the address it printed."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBETRAIN_KUBECONFIG")}
-    env["KUBETRAIN_HOME"] = str(home)
-    env["PYTHONUNBUFFERED"] = "1"
-    command = [sys.executable, "-m", "kubetrain", "dashboard", "--kubeconfig", kubeconfig]
-    process = subprocess.Popen(
-        [*command, "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        text=True,
-    )
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(
-        target=lambda: [lines.put(line) for line in process.stdout or ()], daemon=True
-    ).start()
-    try:
+class Dashboard:
+    """``kubetrain dashboard``, the real command, as a child process; :meth:`start` again
+    after :meth:`stop` serves the same address (port and token) anew."""
+
+    def __init__(self, kubeconfig: str, home: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.env = {
+            k: v for k, v in os.environ.items() if k not in ("KUBECONFIG", "KUBETRAIN_KUBECONFIG")
+        }
+        self.env.update(
+            KUBETRAIN_HOME=str(home),
+            PYTHONUNBUFFERED="1",
+            KUBETRAIN_DASHBOARD_TOKEN=secrets.token_urlsafe(24),
+        )
+        self.port = 0
+        self.url = ""
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self) -> str:
+        command = [sys.executable, "-m", "kubetrain", "dashboard", "--kubeconfig", self.kubeconfig]
+        self.process = subprocess.Popen(
+            [*command, "--port", str(self.port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            text=True,
+        )
+        lines: queue.Queue[str] = queue.Queue()
+        stdout = self.process.stdout
+        threading.Thread(target=lambda: [lines.put(x) for x in stdout or ()], daemon=True).start()
         try:
             first = lines.get(timeout=60)
         except queue.Empty:
@@ -105,11 +119,27 @@ def dashboard(kubeconfig: str, home: Path) -> Iterator[str]:
         prefix = "kubetrain dashboard: "
         assert first.startswith(prefix), first
         url = first[len(prefix) :].strip()
-        assert url.startswith("http://127.0.0.1:"), url
-        assert "/?token=" in url
-        yield url
+        printed = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)", url)
+        assert printed is not None, url
+        assert printed.group(2) == self.env["KUBETRAIN_DASHBOARD_TOKEN"], url
+        assert self.port in (0, int(printed.group(1))), "the same port again"
+        self.port, self.url = int(printed.group(1)), url
+        return url
+
+    def stop(self) -> None:
+        if self.process is not None:
+            processes.stop(self.process, timeout=10)  # type: ignore[arg-type]  # text mode
+            self.process = None
+
+
+@contextlib.contextmanager
+def dashboard(kubeconfig: str, home: Path) -> Iterator[Dashboard]:
+    served = Dashboard(kubeconfig, home)
+    served.start()
+    try:
+        yield served
     finally:
-        processes.stop(process, timeout=10)
+        served.stop()
 
 
 def pytorchjob(name: str) -> dict[str, Any]:
@@ -197,7 +227,8 @@ def test_the_dashboard_follows_jobs_to_their_end_in_a_real_browser(
             await eventually(gone, "the PyTorchJob deleted", timeout=30)
 
     problems: list[str] = []
-    with dashboard(kubeconfig, tmp_path / "home") as url, sync_playwright() as playwright:
+    with dashboard(kubeconfig, tmp_path / "home") as served, sync_playwright() as playwright:
+        url = served.url
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 860})
@@ -221,6 +252,17 @@ def test_the_dashboard_follows_jobs_to_their_end_in_a_real_browser(
             expect(trainjob_row.locator(".progress-text")).to_have_text("100%")
             page.get_by_placeholder("Filter by name").fill(ns)
             page.screenshot(path=str(shots / "dashboard-jobs.png"))
+
+            # A dashboard that went away and came back: the page reconnects by itself.
+            before = len(problems)
+            served.stop()
+            expect(page.get_by_test_id("status")).to_have_text("reconnecting")
+            served.start()
+            expect(page.get_by_test_id("status")).to_have_text("live")
+            lost = problems[before:]  # the browser says its streams broke: as it should
+            assert all("net::ERR_" in text for text in lost), lost
+            del problems[before:]
+            expect(trainjob_row.locator(".state")).to_have_text("Complete")
 
             # The TrainJob's page: overview, logs (streamed, escaped), YAML, runtime.
             trainjob_row.get_by_role("link", name="curves-demo").click()
