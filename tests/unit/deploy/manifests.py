@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 DEPLOY = ROOT / "deploy"
 OPERATOR = DEPLOY / "operator"
 RENDER_TIMEOUT = 60.0
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: the CRDs are megabytes
 
 
 @functools.cache
@@ -39,7 +40,7 @@ def _render(directory: Path) -> tuple[dict[str, Any], ...]:
     )
     if result.returncode != 0:
         pytest.fail(f"kubectl kustomize {directory.relative_to(ROOT)}:\n{result.stderr}")
-    return tuple(doc for doc in yaml.safe_load_all(result.stdout) if doc is not None)
+    return tuple(doc for doc in yaml.load_all(result.stdout, Loader=_LOADER) if doc is not None)
 
 
 def render(directory: Path) -> list[dict[str, Any]]:
@@ -49,7 +50,7 @@ def render(directory: Path) -> list[dict[str, Any]]:
 
 def load(path: Path) -> dict[str, Any]:
     """One YAML document from a file."""
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
     assert isinstance(doc, dict), f"{path.relative_to(ROOT)}: not one YAML object"
     return doc
 
