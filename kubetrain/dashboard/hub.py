@@ -417,7 +417,9 @@ class Hub:
 async def _metrics(
     client: kube.Client, r: kube.Resource, namespace: str | None = None
 ) -> tuple[dict[str, Any] | None, str]:
-    """A metrics list, or None and why there is none (not served, not allowed, down)."""
+    """A metrics list, or None and why there is none (not served, not allowed, down). Unlike
+    ``kubetrain top``, which fails on an unexpected answer, the dashboard goes on without
+    usage and says so."""
     try:
         return await client.list(r, namespace=namespace), ""
     except kube.NotFound:

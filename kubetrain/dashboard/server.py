@@ -161,7 +161,7 @@ class Dashboard:
                 upserts, removed = [], []
                 for key in keys:
                     job = self.hub.job(key)
-                    name = "/".join((key[1], key[0], key[2]))
+                    name = views.address(key)
                     if job is None:
                         if sent.pop(name, None) is not None:
                             removed.append(name)

@@ -30,7 +30,12 @@ MANAGED_FIELDS = "managedFields"
 
 def key_of(job: Mapping[str, Any]) -> str:
     """``namespace/kind/name``: how the browser names a job (and the page's address)."""
-    return f"{jobs.namespace_of(job)}/{job.get('kind')}/{jobs.name_of(job)}"
+    return address(hub.job_key(job))
+
+
+def address(key: hub.JobKey) -> str:
+    kind, namespace, name = key
+    return f"{namespace}/{kind}/{name}"
 
 
 def job_row(
