@@ -30,6 +30,10 @@ def main(argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = 
     logging.basicConfig(
         format="%(asctime)s %(levelname)s %(message)s", level=logging.INFO, stream=sys.stdout
     )
+    # huggingface_hub's HTTP client (httpx, or its fork httpx2) logs every request at INFO;
+    # the progress lines say enough
+    for client in ("httpx", "httpx2"):
+        logging.getLogger(client).setLevel(logging.WARNING)
     began = time.monotonic()
     try:
         config = cfg.from_env(args[0], os.environ if environ is None else environ)

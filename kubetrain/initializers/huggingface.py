@@ -3,8 +3,11 @@
 The dataset initializer downloads a dataset repository; the model initializer a model
 repository, with upstream's file patterns (weights as safetensors or gguf, configs, tokenizer
 files; no msgpack, h5, bin or pt duplicates unless ``IGNORE_PATTERNS`` says otherwise).
-``ACCESS_TOKEN`` is passed to the download only (never written to disk or logged).
-``HF_ENDPOINT`` and ``HF_HUB_OFFLINE`` work as huggingface_hub defines them.
+``ACCESS_TOKEN`` is passed to the download only, as the bearer token of every request (never
+written to disk or logged). ``HF_ENDPOINT`` names the Hub to ask (a mirror, or a server of
+one's own) and ``HF_HUB_OFFLINE`` keeps to what is already in the destination, as
+huggingface_hub defines them. Progress is logged as lines (:func:`.progress.log_bar`) instead
+of the library's terminal bars.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ from __future__ import annotations
 from urllib.parse import urlparse
 
 from kubetrain.initializers import config as cfg
+from kubetrain.initializers import progress
 
-INSTALL_HINT = "needs the huggingface_hub package; accepted: pip install huggingface_hub"
+INSTALL_HINT = "needs the huggingface_hub package; accepted: pip install 'kubetrain[initializers]'"
 
 
 def repo_id(config: cfg.Config) -> str:
@@ -35,6 +39,7 @@ def download(config: cfg.Config) -> None:
         "repo_type": "dataset" if config.kind == cfg.DATASET else "model",
         "local_dir": config.output_path,
         "token": config.access_token,
+        "tqdm_class": progress.log_bar(f"{config.kind} initializer"),
     }
     if config.kind == cfg.MODEL:
         options["allow_patterns"] = list(cfg.MODEL_ALLOW_PATTERNS)

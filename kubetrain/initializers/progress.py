@@ -116,10 +116,11 @@ class _Discard:
 
 
 def log_bar(label: str, *, interval: float = INTERVAL) -> type[Any]:
-    """A ``tqdm`` class whose bars are logged as lines ``<label>: <desc> <n>/<total>`` at most
-    once per ``interval`` seconds and when they close, for libraries that take a progress
-    class (``huggingface_hub.snapshot_download(tqdm_class=...)``). Imports tqdm, which those
-    libraries bring."""
+    """A ``tqdm`` class whose bars are logged as lines at most once per ``interval`` seconds
+    and when they finish, for ``huggingface_hub.snapshot_download(tqdm_class=...)``: its files
+    bar reads ``<label>: 3 of 7 files``, its bytes bar ``<label>: 12.5 MB of 40.0 MB``. The
+    library's second bytes bar (``Reconstructing``, for files stored with Xet) counts the same
+    bytes again and is not logged. Imports tqdm, which huggingface_hub brings."""
     from tqdm.auto import tqdm
 
     class LogBar(tqdm):  # type: ignore[misc, valid-type]
@@ -133,6 +134,8 @@ def log_bar(label: str, *, interval: float = INTERVAL) -> type[Any]:
             super().__init__(*args, **kwargs)
 
         def display(self, msg: str | None = None, pos: int | None = None) -> bool:
+            if (self.desc or "").startswith("Reconstruct"):
+                return True
             now = time.monotonic()
             state = (self.n, self.total)
             finished = bool(self.total) and self.n >= self.total
@@ -141,12 +144,11 @@ def log_bar(label: str, *, interval: float = INTERVAL) -> type[Any]:
             if not finished and now - self._logged_at < interval:
                 return True
             self._logged_at, self._logged = now, state
-            unit = self.unit or ""
-            if unit == "B":
+            if self.unit == "B":
                 done = f"{size(self.n)} of {size(self.total)}" if self.total else size(self.n)
             else:
-                done = f"{self.n:g} of {self.total:g} {unit}" if self.total else f"{self.n:g}"
-            log.info("%s: %s %s", label, (self.desc or "").rstrip(": "), done)
+                done = f"{self.n:g} of {self.total:g} files" if self.total else f"{self.n:g} files"
+            log.info("%s: %s", label, done)
             return True
 
     return LogBar

@@ -1,11 +1,13 @@
 """The dataset and model initializers: upstream's env contract, file:// and pvc:// copies, the
 Hugging Face download (for real, offline), and errors that name the URI. No network: nothing
-here reaches beyond this machine. The S3 source's pure parts are in test_s3.py, its downloads
-against a stand-in server in tests/integration/initializers."""
+here reaches beyond this machine. The S3 source's pure parts are in test_s3.py; downloads from
+a real S3-compatible server and from a Hub of the tests' own are in
+tests/integration/initializers."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
 import subprocess
@@ -96,14 +98,21 @@ def listing(root: Path) -> dict[str, str]:
     return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def test_a_file_directory_is_copied_into_the_destination(tmp_path: Path) -> None:
+def test_a_file_directory_is_copied_into_the_destination(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     source, out = tmp_path / "data", tmp_path / "out"
     tree(source, {"a.csv": "1", "sub/b.csv": "2", "sub/skip.bin": "x"})
+    (source / "sub" / "b.csv").chmod(0o640)
     config = configured(
         STORAGE_URI=f"file://{source}", OUTPUT_PATH=str(out), IGNORE_PATTERNS="*.bin"
     )
+    caplog.set_level(logging.INFO, logger="kubetrain.initializers")
     fetched(config)
     assert listing(out) == {"a.csv": "1", "sub/b.csv": "2"}
+    assert (out / "sub" / "b.csv").stat().st_mode & 0o777 == 0o640, "modes are kept"
+    assert caplog.messages[0] == "dataset initializer: 2 files to fetch, 2 B"
+    assert "dataset initializer: 2 of 2 files, 2 B of 2 B (100%)" in caplog.messages
     fetched(config)  # a restarted initializer finishes the same copy
     assert listing(out) == {"a.csv": "1", "sub/b.csv": "2"}
 
