@@ -142,7 +142,8 @@ def replica_rows(
         pod = replica.pod
         ended = replicas.termination(pod)
         why = replicas.why_waiting(pod) if pod is not None else None
-        measured = used.get((jobs.namespace_of(pod), jobs.name_of(pod))) if pod else None
+        running = pod is not None and replicas.phase(pod) == "Running"
+        measured = used.get((jobs.namespace_of(pod), jobs.name_of(pod))) if running else None
         rows.append(
             {
                 "id": replica.id,

@@ -177,3 +177,13 @@ def test_the_yaml_leaves_out_managed_fields() -> None:
     text = views.to_yaml(job)
     assert "managedFields" not in text
     assert "name: p" in text
+
+
+def test_usage_is_shown_for_running_pods_only() -> None:
+    """The metrics API may still hold a pod's last sample after it ended."""
+    job = jobobjects.v1_job(replicas={"Worker": 2})
+    pods = [jobobjects.pod("worker", 0), jobobjects.pod("worker", 1, phase="Succeeded")]
+    sample = usage.Amounts(cpu=Fraction(1, 4))
+    used = {("ns", "p-worker-0"): sample, ("ns", "p-worker-1"): sample}
+    rows = views.replica_rows(job, pods, used)
+    assert [r["resources"]["cpu"]["used"] for r in rows] == [{"text": "250m", "value": 0.25}, None]

@@ -9,6 +9,15 @@ import { Loading, Notes, Progress, StateBadge, html, jobHref, useNow, useStream 
 import { Logs } from "./logs.js";
 import { between, human, since, stamp } from "./time.js";
 
+const TAB_NAMES = {
+  overview: "Overview",
+  logs: "Logs",
+  curves: "Curves",
+  events: "Events",
+  yaml: "YAML",
+  runtime: "Runtime",
+};
+
 function tabs(detail) {
   const found = ["overview", "logs", "events", "yaml"];
   if (detail.job.kind === "TrainJob") {
@@ -67,7 +76,7 @@ export function JobPage({ target }) {
     </div>
     ${flash ? html`<p class="flash" role="status">${flash}</p>` : null}
     <nav class="tabs">
-      ${tabs(detail).map((t) => html`<a class=${t === tab ? "active" : ""} href=${`${jobHref(target)}/${t}`}>${t}</a>`)}
+      ${tabs(detail).map((t) => html`<a class=${t === tab ? "active" : ""} href=${`${jobHref(target)}/${t}`}>${TAB_NAMES[t]}</a>`)}
     </nav>
     ${tab === "overview" ? html`<${Overview} detail=${detail} now=${now} />` : null}
     ${tab === "logs" ? html`<${Logs} target=${target} replicas=${detail.replicas.map((r) => r.id)} />` : null}
