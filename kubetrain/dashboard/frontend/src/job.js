@@ -31,7 +31,6 @@ export function JobPage({ target }) {
   const [detail, setDetail] = useState(null);
   const [gone, setGone] = useState(false);
   const [flash, setFlash] = useState(null);
-  const now = useNow();
   useStream(
     "/api/stream/job",
     { namespace: target.namespace, kind: target.kind, name: target.name },
@@ -78,16 +77,18 @@ export function JobPage({ target }) {
     <nav class="tabs">
       ${tabs(detail).map((t) => html`<a class=${t === tab ? "active" : ""} href=${`${jobHref(target)}/${t}`}>${TAB_NAMES[t]}</a>`)}
     </nav>
-    ${tab === "overview" ? html`<${Overview} detail=${detail} now=${now} />` : null}
+    ${tab === "overview" ? html`<${Overview} detail=${detail} />` : null}
     ${tab === "logs" ? html`<${Logs} target=${target} replicas=${detail.replicas.map((r) => r.id)} />` : null}
     ${tab === "curves" ? html`<${Curves} series=${detail.curves} row=${job} note=${detail.curvesNote} />` : null}
-    ${tab === "events" ? html`<${Events} events=${detail.events} now=${now} />` : null}
+    ${tab === "events" ? html`<${Events} events=${detail.events} />` : null}
     ${tab === "yaml" ? html`<pre class="yaml">${detail.yaml}</pre>` : null}
     ${tab === "runtime" ? html`<${Runtime} runtime=${detail.runtime} />` : null}
   </section>`;
 }
 
-function Overview({ detail, now }) {
+// Ages and durations tick here, not in the page: the logs beside them need no redraw.
+function Overview({ detail }) {
+  const now = useNow();
   const job = detail.job;
   const facts = [
     ["Created", `${stamp(job.created)} (${human(since(job.created, now))} ago)`],
@@ -156,7 +157,8 @@ function Replicas({ rows }) {
   </table>`;
 }
 
-function Events({ events, now }) {
+function Events({ events }) {
+  const now = useNow();
   if (!events.length) return html`<p class="muted">No events.</p>`;
   return html`<table class="events">
     <thead><tr><th>Last seen</th><th>Type</th><th>Reason</th><th>Object</th><th>Message</th></tr></thead>
