@@ -1,6 +1,8 @@
-"""Fixtures for the dashboard's tests against a real API server: the session's local one
-(tests/apiserver/conftest.py), a fresh namespace per test, and the dashboard itself served in
-the test's event loop (:func:`dashboard`), its hub limited to the test's namespace.
+"""Fixtures for the dashboard's tests against a real API server: each test runs on both of
+the session's servers, the local control plane and a real kube-apiserver (``[local]`` and
+``[kube-apiserver]`` in its id, as in tests/apiserver), with a fresh namespace, and the
+dashboard itself served in the test's event loop (:func:`dashboard`), its hub limited to the
+test's namespace.
 
 No operator, scheduler or node runs: a test does through the API what they would (patches a
 job's status, creates its pods), so it decides exactly what the dashboard sees. Logs come from
@@ -17,11 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import pytest
 
 from kubetrain import _aio, kube
 from kubetrain.dashboard import access, server
 from tests.apiserver import conftest as api_fixtures
 from tests.apiserver import test_pod_log_exec as fake_nodes
+from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
 
 # Found by name: the session's API server, its clients, a namespace per test, the fake node.
 _hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
@@ -29,11 +33,21 @@ kubeconfig = api_fixtures.kubeconfig
 api_client = api_fixtures.api_client
 core = api_fixtures.core
 namespace = api_fixtures.namespace
+real_admission = api_fixtures.real_admission
 local_home = fake_nodes.local_home
 fake_node = fake_nodes.fake_node
 node = fake_nodes.node
 
 TOKEN = "test-token-" + "x" * 20
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The server's tests on both servers, as the API tests run (where a real one can
+    start); the command's mistakes need one."""
+    if metafunc.module.__name__.endswith(".test_server"):
+        api_fixtures.pytest_generate_tests(metafunc)
+
+
 EVENT_TIMEOUT = 20.0  # seconds to wait for the next server-sent event
 
 

@@ -383,3 +383,39 @@ def test_logs_stream_each_replicas_lines_as_written_and_read_whole(
                 assert (await file.text()).splitlines()[0] == "[worker-0] pytorch line 1"
 
     asyncio.run(body(), debug=True)
+
+
+def test_the_curves_go_with_their_trainjob(kubeconfig: str, namespace: str) -> None:
+    """The garbage collector deletes the ConfigMap with the job that owns it."""
+
+    async def body() -> None:
+        async with dashboard(kubeconfig, namespace) as dash:
+            client = dash.client
+            await with_runtime(client, namespace)
+            await client.create(TRAINJOBS, trainjob("brief"), namespace=namespace)
+            await client.patch(
+                TRAINJOBS,
+                "brief",
+                report(100, 0.1, "2024-05-01T12:00:00Z"),
+                namespace=namespace,
+                subresource="status",
+            )
+
+            async def stored() -> bool:
+                return bool(await curves_stored(client, namespace, "brief"))
+
+            await eventually(stored, "the curves stored")
+            await client.delete(TRAINJOBS, "brief", namespace=namespace)
+
+            async def gone() -> bool:
+                try:
+                    await client.get(
+                        resource.CONFIGMAPS, "brief-training-curves", namespace=namespace
+                    )
+                except kube.NotFound:
+                    return True
+                return False
+
+            await eventually(gone, "the curves deleted with the job", timeout=60)
+
+    run(body())
