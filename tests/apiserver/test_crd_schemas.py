@@ -190,6 +190,26 @@ def test_every_built_in_runtime_installs(kubectl: Kubectl) -> None:
         assert f"clustertrainingruntime.trainer.kubeflow.org/{name}" in installed, path.name
 
 
+def test_the_one_policy_rule_evaluates_on_the_empty_jax_and_xgboost_policies(
+    kubectl: Kubectl, namespace: str
+) -> None:
+    """kube-apiserver 1.28's CEL could not evaluate ``has()`` on an object schema without
+    properties, so it refused every jax and xgboost runtime with an evaluation error; the
+    empty policies keep no fields instead, and the rule reads as upstream's."""
+    both = RUNTIME.replace(
+        "    torch:\n      numProcPerNode: auto\n", "    jax: {}\n    xgboost: {}\n"
+    )
+    refused = kubectl("apply", "-n", namespace, "-f", "-", input=both, check=False)
+    assert refused.returncode != 0
+    assert (
+        'The TrainingRuntime "torch" is invalid: spec.mlPolicy: Invalid value: ' in refused.stderr
+    )
+    assert "Only one of the policy can be configured" in refused.stderr
+    assert "evaluating rule" not in refused.stderr
+    jax = RUNTIME.replace("    torch:\n      numProcPerNode: auto\n", "    jax: {}\n")
+    kubectl("apply", "-n", namespace, "-f", "-", input=jax)
+
+
 def test_server_side_apply_merges_a_trainjobs_env_by_name(kubectl: Kubectl, namespace: str) -> None:
     kubectl("apply", "-n", namespace, "-f", "-", input=RUNTIME)
 
