@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	  else echo "note: no mpirun, and no apt-get to install it: the MPI example needs Open MPI"; fi; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax,tf,paddle,initializers]'
+	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax,tf,paddle,initializers,llm]'
 	# The official Kubeflow SDK, for the test that drives kubetrain with it: a directory of its
 	# own, since it pins an older kubernetes client than kubetrain's.
 	test -f $(VENV)/kubeflow-sdk/kubeflow/trainer/__init__.py || \

@@ -36,6 +36,7 @@ from kubetrain.sdk._errors import (
 )
 from kubetrain.sdk._trainer_client import TrainerClient
 from kubetrain.sdk._training_client import TrainingClient
+from kubetrain.sdk._trl import TRLConfig
 from kubetrain.sdk._types import (
     Annotations,
     CommandTrainer,
@@ -81,6 +82,7 @@ __all__ = [
     "S3ModelInitializer",
     "SdkError",
     "Step",
+    "TRLConfig",
     "TrainJob",
     "TrainerClient",
     "TrainerType",

@@ -99,7 +99,7 @@ def runtime_of(obj: Mapping[str, Any]) -> _types.Runtime:
     )
     trainer_type = (
         _types.TrainerType.BUILTIN_TRAINER
-        if framework == "torchtune"
+        if framework in ("torchtune", "trl")
         else _types.TrainerType.CUSTOM_TRAINER
     )
     return _types.Runtime(

@@ -137,6 +137,10 @@ def check_options(options: Any) -> list[_types.Option]:
 
 def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[str, Any]:
     """``spec.trainer`` for ``trainer`` under ``runtime``."""
+    from kubetrain.sdk import _trl  # a builtin trainer whose config is a TRLConfig
+
+    if isinstance(getattr(trainer, "config", None), _trl.TRLConfig):
+        return _trl.trainer_spec(trainer.config, runtime)  # type: ignore[union-attr]
     where = type(trainer).__name__
     policy = policy_of(runtime)
     block: dict[str, Any] = {}

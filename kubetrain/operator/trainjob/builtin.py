@@ -1,5 +1,6 @@
 """The built-in ClusterTrainingRuntimes (``torch-distributed``, ``mpi-distributed``,
-``jax-distributed``, ``xgboost-distributed``), shipped as YAML inside the package.
+``jax-distributed``, ``xgboost-distributed``, and kubetrain's ``trl-sft`` for fine-tuning with
+TRL), shipped as YAML inside the package.
 
 The files here are the source; ``deploy/runtimes/`` holds copies for ``kubectl apply -k``
 (``make manifests`` refreshes them, and a unit test fails when they drift). The local control

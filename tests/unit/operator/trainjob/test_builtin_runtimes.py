@@ -20,6 +20,7 @@ EXPECTED = {
     "mpi_distributed.yaml": ("mpi-distributed", "mpi"),
     "jax_distributed.yaml": ("jax-distributed", "jax"),
     "xgboost_distributed.yaml": ("xgboost-distributed", "xgboost"),
+    "trl_sft.yaml": ("trl-sft", "torch"),
 }
 LOCAL_PROGRAMS = ("torchrun", "python3", "mpirun")
 
