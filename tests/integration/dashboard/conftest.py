@@ -33,6 +33,7 @@ kubeconfig = api_fixtures.kubeconfig
 api_client = api_fixtures.api_client
 core = api_fixtures.core
 namespace = api_fixtures.namespace
+target = api_fixtures.target
 real_admission = api_fixtures.real_admission
 local_home = fake_nodes.local_home
 fake_node = fake_nodes.fake_node
@@ -118,11 +119,15 @@ class Events:
 
 
 @contextlib.asynccontextmanager
-async def dashboard(kubeconfig: str, namespace: str) -> AsyncIterator[Dashboard]:
-    """The dashboard, serving on a free port until the block ends."""
+async def dashboard(
+    kubeconfig: str, namespace: str, *, everywhere: bool = False, own: str | None = None
+) -> AsyncIterator[Dashboard]:
+    """The dashboard, serving on a free port until the block ends: reading ``namespace``, or
+    with ``everywhere`` every namespace (``namespace`` the fallback), with the credentials of
+    ``kubeconfig``; the test's own client has ``own``'s (default: the same)."""
     async with (
         await kube.Client.from_kubeconfig(kubeconfig) as client,
-        await kube.Client.from_kubeconfig(kubeconfig) as own,
+        await kube.Client.from_kubeconfig(own or kubeconfig) as mine,
         aiohttp.ClientSession() as http,
     ):
         ready: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -132,7 +137,7 @@ async def dashboard(kubeconfig: str, namespace: str) -> AsyncIterator[Dashboard]
                 address="127.0.0.1",
                 port=0,
                 token=TOKEN,
-                namespace=namespace,
+                namespace=None if everywhere else namespace,
                 fallback_namespace=namespace,
                 on_ready=ready.set_result,
             ),
@@ -143,7 +148,7 @@ async def dashboard(kubeconfig: str, namespace: str) -> AsyncIterator[Dashboard]
             if serving.done():
                 serving.result()  # its error
             url = ready.result()
-            yield Dashboard(url.split("/?")[0], own, http)
+            yield Dashboard(url.split("/?")[0], mine, http)
         finally:
             serving.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -5,12 +5,17 @@ TrainJob's reports become training curves kept in a ConfigMap that outlives the 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from kubetrain import kube
 from kubetrain.cli import jobkinds
 from kubetrain.dashboard import access, curves
 from kubetrain.kube import resource
+from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually, run
 from tests.apiserver.test_pod_log_exec import FakeNode
 from tests.integration.dashboard.conftest import TOKEN, Dashboard, dashboard
@@ -417,5 +422,86 @@ def test_the_curves_go_with_their_trainjob(kubeconfig: str, namespace: str) -> N
                 return False
 
             await eventually(gone, "the curves deleted with the job", timeout=60)
+
+    run(body())
+
+
+ROLES = kube.Resource("rbac.authorization.k8s.io", "v1", "roles", kind="Role")
+ROLE_BINDINGS = kube.Resource("rbac.authorization.k8s.io", "v1", "rolebindings", kind="RoleBinding")
+SERVICE_ACCOUNTS = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
+
+
+async def viewer_token(client: kube.Client, namespace: str) -> str:
+    """The token of a user who may read jobs, pods, events and ConfigMaps in ``namespace``
+    (and write ConfigMaps there), and nothing else: a ServiceAccount's."""
+    rbac = "rbac.authorization.k8s.io"
+    rules = [
+        {"apiGroups": ["kubeflow.org", "trainer.kubeflow.org"], "resources": ["*"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["pods", "pods/log", "events", "configmaps"],
+         "verbs": ["get", "list", "watch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "update"]},
+    ]  # fmt: skip
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "viewer"}}
+    await client.create(SERVICE_ACCOUNTS, account, namespace=namespace)
+    role = {"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": "viewer"}}
+    await client.create(ROLES, {**role, "rules": rules}, namespace=namespace)
+    binding = {
+        "apiVersion": f"{rbac}/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "viewer"},
+        "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "viewer"},
+        "subjects": [{"kind": "ServiceAccount", "name": "viewer", "namespace": namespace}],
+    }
+    await client.create(ROLE_BINDINGS, binding, namespace=namespace)
+    issued = await client.create(
+        SERVICE_ACCOUNTS,
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+        namespace=namespace,
+        name="viewer",
+        subresource="token",
+    )
+    return str(issued["status"]["token"])
+
+
+def kubeconfig_of(admin: str, token: str, path: Path) -> str:
+    """``admin``'s kubeconfig with the user ``token`` instead."""
+    config = yaml.safe_load(Path(admin).read_text())
+    config["users"] = [{"name": "viewer", "user": {"token": token}}]
+    for context in config["contexts"]:
+        context["context"]["user"] = "viewer"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_a_user_sees_only_what_they_may_and_cannot_act_beyond_it(
+    kubeconfig: str, namespace: str, target: str, tmp_path: Path
+) -> None:
+    if target == api_fixtures.LOCAL:
+        pytest.skip("kube-apiserver only: the local control plane enforces no RBAC")
+
+    async def scene() -> str:
+        async with await kube.Client.from_kubeconfig(kubeconfig) as admin:
+            await admin.create(PYTORCHJOBS, pytorchjob("seen"), namespace=namespace)
+            return await viewer_token(admin, namespace)
+
+    viewer = kubeconfig_of(kubeconfig, run(scene()), tmp_path / "viewer")
+
+    async def body() -> None:
+        async with (
+            dashboard(viewer, namespace, everywhere=True, own=kubeconfig) as dash,
+            dash.stream("/api/stream/jobs") as events,
+        ):
+            snapshot = await events.until(lambda n, _: n == "snapshot", "a snapshot")
+            assert [row["key"] for row in snapshot["rows"]] == [f"{namespace}/PyTorchJob/seen"]
+            assert f"pytorchjobs.kubeflow.org: only namespace {namespace} is shown: " in "\n".join(
+                snapshot["notes"]
+            )
+            status, answer = await dash.act(namespace, "PyTorchJob", "seen", "delete")
+            assert status == 403
+            assert answer["error"].startswith(
+                f"pytorchjob/seen in namespace {namespace}: not allowed: "
+            )
+            await dash.client.get(PYTORCHJOBS, "seen", namespace=namespace)  # still there
 
     run(body())
