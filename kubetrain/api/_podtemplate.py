@@ -54,11 +54,14 @@ def default_container(template: Any, name: str) -> dict[str, Any] | None:
 
 
 def is_quantity(value: Any) -> bool:
-    """A non-negative Kubernetes quantity: resource amounts can never be below zero."""
+    """A non-negative Kubernetes quantity: resource amounts can never be below zero.
+
+    A number must be a whole one: the CRDs type a quantity as an integer or a string (as
+    upstream's do), so the API server refuses ``0.5`` there before a pod could take it."""
     if isinstance(value, bool):
         return False
     if isinstance(value, int | float):
-        return value >= 0
+        return value >= 0 and float(value).is_integer()
     return isinstance(value, str) and not value.startswith("-") and bool(_QUANTITY.match(value))
 
 
@@ -217,11 +220,14 @@ def check_resources(resources: Any, path: Path) -> list[FieldError]:
             continue
         for resource, quantity in amounts.items():
             if not is_quantity(quantity):
+                fraction = isinstance(quantity, float) and quantity >= 0
                 errors.append(
                     fe.invalid(
                         str(path.child(key).key(str(resource))),
                         quantity,
-                        "must be a quantity such as 2, 500m or 16Gi",
+                        f'must be a whole number or a string: "{quantity}" or {quantity * 1000:g}m'
+                        if fraction
+                        else "must be a quantity such as 2, 500m or 16Gi",
                     )
                 )
     return errors

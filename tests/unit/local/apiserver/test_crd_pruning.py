@@ -102,3 +102,24 @@ def test_a_field_a_newer_kubernetes_has_is_unknown_to_both() -> None:
         "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].restartPolicyRules"
     ]
     assert admitted_unknown(doc) == pruned(doc)
+
+
+QUANTITIES = [
+    (2, True),
+    (2.0, True),  # a whole number, however YAML wrote it
+    ("500m", True),
+    ("16Gi", True),
+    (0.5, False),  # the CRD takes an integer or a string: "0.5" or 500m
+    ("lots", False),
+    ("2 GB", False),
+]
+
+
+@pytest.mark.parametrize(("quantity", "ok"), QUANTITIES, ids=lambda v: repr(v))
+def test_a_quantity_the_schema_refuses_admission_refuses_too(quantity: Any, ok: bool) -> None:
+    doc = job("PyTorchJob", "p").replica("Worker").doc()
+    container = doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"cpu": quantity}}
+    causes = schema.validate(copy.deepcopy(doc), CRD_SCHEMAS["PyTorchJob"])
+    assert (causes == []) is ok, causes
+    assert api.review(doc).ok is ok
