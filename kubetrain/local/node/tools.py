@@ -12,6 +12,10 @@
   ``/opt/kube``), and :data:`ENTRYPOINTS` tells the pod spec resolver to run it for that image,
   so the launcher's pod spec stays upstream's. A node without kubectl fails the init container
   with a message that says so.
+- upstream's ``dataset-initializer`` and ``model-initializer`` images, named with no command by
+  the TorchTune runtimes: :data:`ENTRYPOINTS` runs kubetrain's initializer program
+  (``python3 -m kubetrain.initializers dataset|model``) for them, which keeps their environment
+  contract (``STORAGE_URI`` into ``/workspace/dataset`` or ``/workspace/model``).
 - ``kubetrain-pod-ssh``: ``ssh`` to a pod of this node, for Open MPI's launcher
   (:mod:`kubetrain.local.node.podssh`, which says why and how); not named ``ssh``, so it shadows
   nothing: the node names it in every container's ``OMPI_MCA_plm_rsh_agent``.
@@ -33,7 +37,13 @@ from kubetrain.local.node import podssh
 BIN: Final = "bin"
 KUBECTL_DELIVERY: Final = "kubectl-delivery"
 # image name (last path component, no tag) → the program that does what its entrypoint does
-ENTRYPOINTS: Final[Mapping[str, tuple[str, ...]]] = {KUBECTL_DELIVERY: (KUBECTL_DELIVERY,)}
+ENTRYPOINTS: Final[Mapping[str, tuple[str, ...]]] = {
+    KUBECTL_DELIVERY: (KUBECTL_DELIVERY,),
+    # upstream's initializer images (the torchtune runtimes name them with no command): their
+    # entrypoint fetches STORAGE_URI into /workspace, as kubetrain's initializer program does
+    "dataset-initializer": ("python3", "-m", "kubetrain.initializers", "dataset"),
+    "model-initializer": ("python3", "-m", "kubetrain.initializers", "model"),
+}
 
 NSLOOKUP: Final = '''#!{python} -I
 """nslookup NAME: the addresses of NAME as this pod resolves it (its /etc/hosts first)."""

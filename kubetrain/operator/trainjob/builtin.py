@@ -1,6 +1,8 @@
 """The built-in ClusterTrainingRuntimes (``torch-distributed``, ``mpi-distributed``,
-``jax-distributed``, ``xgboost-distributed``, and kubetrain's ``trl-sft`` for fine-tuning with
-TRL), shipped as YAML inside the package.
+``jax-distributed``, ``xgboost-distributed``; for fine-tuning, upstream's TorchTune ones
+``torchtune-llama3.2-1b``, ``torchtune-llama3.2-3b``, ``torchtune-qwen2.5-1.5b`` and
+``torchtune-llama3.3-70b``, and kubetrain's ``trl-sft`` with TRL), shipped as YAML inside the
+package.
 
 The files here are the source; ``deploy/runtimes/`` holds copies for ``kubectl apply -k``
 (``make manifests`` refreshes them, and a unit test fails when they drift). The local control

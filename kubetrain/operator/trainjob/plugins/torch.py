@@ -13,8 +13,8 @@ it: torchrun otherwise serves the training processes' store from the rendezvous 
 publishes its address only from an agent that becomes rank 0 for the first time, so a node
 joining a running job waits for it until its agent times out (60 s) and exits.
 
-Pre-build, a torchtune TrainJob's recipe choice is checked (see
-:mod:`~kubetrain.operator.trainjob.plugins.torchtune`).
+Pre-build, a torchtune TrainJob's recipe choice is checked when its command was exactly
+``tune run`` (see :mod:`~kubetrain.operator.trainjob.plugins.torchtune`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Torch:
     def pre_build(self, info: runtime_info.RuntimeInfo) -> list[api.FieldError]:
         if info.ml_policy is None or info.ml_policy.torch is None:
             return []
-        command = tuple((info.trainer.command or ()) if info.trainer is not None else ())
-        if command[: len(contract.TORCHTUNE_ENTRYPOINT)] != contract.TORCHTUNE_ENTRYPOINT:
-            return []  # (the command is already rewritten here, so only its start is compared)
+        command = list((info.trainer.command or ()) if info.trainer is not None else ())
+        if not torchtune.rewritten(info, command):
+            return []  # not `tune run` as such: the TrainJob chose its recipe and config itself
         return torchtune.validate(info)

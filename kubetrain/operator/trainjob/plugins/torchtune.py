@@ -12,7 +12,13 @@ A TrainJob whose trainer command is exactly ``tune run`` gets, appended to that 
 
 The model comes from the runtime's name ``torchtune-<family>-<size>`` (``torchtune-llama3.2-1b``
 → ``llama3_2/1B``). The rewritten command lives only in the Info; the TrainJob is not changed.
-Messages are upstream's (``torchtune.go``). Pure.
+
+Only a TrainJob whose command is exactly ``tune run`` is checked (:func:`validate`), as upstream:
+one that gives its own recipe and config (``tune run --rdzv_endpoint=... lora_finetune_distributed
+--config llama3_2/1B_lora ...``) has chosen them itself, so the recipe table does not apply to
+it, nor do the limits that follow from the table (one node for the small models). QLoRA and
+DoRA count as on only when their argument says ``True`` (``model.quantize_base=False`` is not
+QLoRA), as upstream's ``isBoolArgEnabled``. Messages are upstream's (``torchtune.go``). Pure.
 """
 
 from __future__ import annotations
@@ -61,14 +67,18 @@ def uses_lora(args: list[str]) -> bool:
     return any(LORA_ATTN_MODULES in arg for arg in args)
 
 
-def uses_qlora(args: list[str]) -> bool:
-    quantized = False
+def _enabled(args: list[str], item: str) -> bool:
+    """Whether an argument ``<key>=<value>`` whose key contains ``item`` says ``true``."""
     for arg in args:
-        if USE_DORA in arg:
-            return False
-        if QUANTIZE_BASE in arg:
-            quantized = True
-    return quantized
+        key, sep, value = arg.partition("=")
+        if sep and item in key and value.strip().lower() == "true":
+            return True
+    return False
+
+
+def uses_qlora(args: list[str]) -> bool:
+    """``model.quantize_base=True`` without ``model.use_dora=True`` (DoRA wins)."""
+    return not _enabled(args, USE_DORA) and _enabled(args, QUANTIZE_BASE)
 
 
 def num_proc_per_node(info: runtime_info.RuntimeInfo) -> int | str:
@@ -128,11 +138,9 @@ def _runtime_overrides(info: runtime_info.RuntimeInfo) -> list[str]:
     return overrides
 
 
-def rewrite_command(info: runtime_info.RuntimeInfo) -> None:
-    """Append the rendezvous, recipe, config and runtime settings to ``tune run``."""
-    trainer = info.trainer
-    if trainer is None:
-        return
+def appended(info: runtime_info.RuntimeInfo) -> list[str]:
+    """What :func:`rewrite_command` appends to ``tune run``: the rendezvous (for several nodes
+    or devices), the recipe, ``--config`` and the runtime's immutable settings."""
     nodes, nproc = num_nodes(info), num_proc_per_node(info)
     gpus = node.gpus_per_node(info.job, info.runtime)
     extra: list[str] = []
@@ -141,11 +149,26 @@ def rewrite_command(info: runtime_info.RuntimeInfo) -> None:
     recipe, config = recipe_and_config(info)
     extra += [recipe, CONFIG_ARG, config]
     extra += _runtime_overrides(info)
-    trainer.command = [*(trainer.command or []), *extra]
+    return extra
+
+
+def rewrite_command(info: runtime_info.RuntimeInfo) -> None:
+    """Append the rendezvous, recipe, config and runtime settings to ``tune run``."""
+    trainer = info.trainer
+    if trainer is None:
+        return
+    trainer.command = [*(trainer.command or []), *appended(info)]
+
+
+def rewritten(info: runtime_info.RuntimeInfo, command: list[str]) -> bool:
+    """Whether ``command`` is ``tune run`` as :func:`rewrite_command` left it, that is whether
+    the TrainJob said exactly ``tune run`` (checked after the rewrite, which changed it)."""
+    return command == [*torch.TORCHTUNE_ENTRYPOINT, *appended(info)]
 
 
 def validate(info: runtime_info.RuntimeInfo) -> list[api.FieldError]:
-    """Upstream's torchtune checks: the model, the node count and QLoRA's constraints."""
+    """Upstream's torchtune checks: the model, the node count, QLoRA's constraints, LoRA on one
+    node only, and no immutable setting in the args."""
     trainer = info.trainer
     if trainer is None:
         return []
@@ -184,4 +207,16 @@ def validate(info: runtime_info.RuntimeInfo) -> list[api.FieldError]:
                     trainer.resources_per_node or {},
                 )
             )
+    args = _args(info)
+    if nodes > 1 and (uses_lora(args) or uses_qlora(args)):
+        detail = "LoRA fine-tuning is not supported for multi-node training in TorchTune"
+        errors.append(api.FieldError(invalid, "spec.trainer.numNodes", detail, nodes))
+    for index, arg in enumerate(args):
+        key = arg.split("=", 1)[0]
+        if key in IMMUTABLE_CONFIGS:
+            detail = (
+                f'must not set immutable config "{key}" in trainer args; it is managed by the '
+                "runtime"
+            )
+            errors.append(api.FieldError(invalid, f"spec.trainer.args[{index}]", detail, arg))
     return errors

@@ -21,8 +21,12 @@ EXPECTED = {
     "jax_distributed.yaml": ("jax-distributed", "jax"),
     "xgboost_distributed.yaml": ("xgboost-distributed", "xgboost"),
     "trl_sft.yaml": ("trl-sft", "torch"),
+    "torchtune_llama3_2_1b.yaml": ("torchtune-llama3.2-1b", "torch"),
+    "torchtune_llama3_2_3b.yaml": ("torchtune-llama3.2-3b", "torch"),
+    "torchtune_qwen2_5_1_5b.yaml": ("torchtune-qwen2.5-1.5b", "torch"),
+    "torchtune_llama3_3_70b.yaml": ("torchtune-llama3.3-70b", "torch"),
 }
-LOCAL_PROGRAMS = ("torchrun", "python3", "mpirun")
+LOCAL_PROGRAMS = ("torchrun", "python3", "mpirun", "tune")
 
 
 def _load(file: str) -> dict[str, Any]:
