@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubetrain import kube, pki
+from kubetrain.errors import KubetrainError
 from kubetrain.operator.webhook import settings as settings_
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ LABELS: Final = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/compo
 ATTEMPTS: Final = 5  # compare-and-swap tries before giving up until the next check
 
 
-class NotReady(kube.errors.KubetrainError):
+class NotReady(KubetrainError):
     """There is no certificate to serve with yet; the message says what is missing."""
 
 
@@ -103,7 +104,11 @@ class Keeper:
                 continue  # another replica wrote first: judge what it wrote
             log.info("webhook certificate in %s %s: %s", self.where, why.action, why.reason)
             return made
-        raise kube.Conflict(f"{self.where} kept changing while its certificate was renewed")
+        raise kube.Conflict(
+            f"{self.where} kept changing while its certificate was renewed",
+            code=409,
+            reason="Conflict",
+        )
 
     def renewal(self, current: Bundle | None) -> Renewal | None:
         """Why ``current`` must be replaced, or None when it serves as it is."""

@@ -6,7 +6,8 @@ Its life, as upstream's webhook server and cert-controller:
 1. the certificate is made or read (:mod:`.certs`), retried with back-off while that fails
    (a missing namespace, cert-manager not done yet), each failure logged;
 2. the CA is written into the configurations (:mod:`.cabundle`) or, out of the cluster, the
-   configurations are registered (:mod:`.registration`);
+   configurations are registered (:mod:`.registration`); a failure is logged and tried again
+   at the next check, since kube-apiserver may call the webhook with the CA it holds already;
 3. the site starts and :attr:`Webhook.ready` is set: /readyz passes and the controllers start;
 4. every ``refresh`` seconds the certificate is checked again (renewed, or re-read from
    cert-manager's Secret) and the CA re-written where someone changed it; a new certificate
@@ -103,7 +104,10 @@ class Webhook:
         try:
             bundle = await self._first_certificate()
             self._serve_with(bundle)
-            await self._publish(bundle)
+            try:
+                await self._publish(bundle)
+            except kube.ApiError as exc:  # served all the same; the next check tries again
+                log.warning("webhook configurations not updated: %s", exc)
             await self.endpoint.start()
             self.ready.set()
             while True:
