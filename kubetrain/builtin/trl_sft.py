@@ -91,7 +91,7 @@ def shape_of(columns: Sequence[str], data: DataArguments) -> str:
 
 def defaults(argv: Sequence[str], *, gpu: bool) -> list[str]:
     """``argv`` with kubetrain's defaults for those flags it does not give; without a GPU,
-    full precision (TRL's default is bf16, which needs one)."""
+    full precision (TRL's default is bf16, which needs one) on the CPU."""
     given = {a.split("=", 1)[0] for a in argv if a.startswith("--")}
     extra = {
         "--model_name_or_path": MODEL_PATH,
@@ -101,8 +101,8 @@ def defaults(argv: Sequence[str], *, gpu: bool) -> list[str]:
         "--report_to": "none",
         "--disable_tqdm": "true",
     }
-    if not gpu:
-        extra["--bf16"] = "false"
+    if not gpu:  # accelerate's CPU processes join a process group only when told they are CPU's
+        extra |= {"--bf16": "false", "--use_cpu": "true"}
     return [f"{k}={v}" for k, v in extra.items() if k not in given] + list(argv)
 
 
@@ -140,6 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if model.dtype in (None, "auto"):
         training.model_init_kwargs["dtype"] = "auto"
     losses: list[float] = []
+    last: dict[str, float] = {}  # the metrics of the last logged training step
 
     class Report(TrainerCallback):  # type: ignore[misc]
         """Each logged step as a line, and (from rank 0) as the TrainJob's progress."""
@@ -155,6 +156,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             steps = max(state.max_steps, 1)
             if "loss" in metrics:
                 losses.append(metrics["loss"])
+                last.clear()
+                last.update(metrics)
                 print(f"step {state.global_step}/{steps}: loss {metrics['loss']:.4f}", flush=True)
             reporting.report(progress=100 * state.global_step / steps, metrics=metrics)
 
@@ -169,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if rank == 0:
         print(
             f"fine-tuning {model.model_name_or_path} on {len(dataset)} records from "
-            f"{path}{' with LoRA' if model.use_peft else ''}",
+            f"{path}{' with LoRA' if model.use_peft else ''} in {training.world_size} "
+            "processes",
             flush=True,
         )
     trainer.train()
@@ -179,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"loss: first {losses[0]:.4f}, last {losses[-1]:.4f}", flush=True)
         saved = ", ".join(sorted(os.listdir(training.output_dir)))
         print(f"saved to {training.output_dir}: {saved}", flush=True)
-        reporting.report(progress=100)
+        reporting.report(progress=100, metrics=last)  # a report replaces the one before
     return 0
 
 

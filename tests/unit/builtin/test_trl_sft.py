@@ -16,6 +16,7 @@ def test_kubetrain_s_defaults_fill_only_what_is_not_given() -> None:
         "--report_to=none",
         "--disable_tqdm=true",
         "--bf16=false",
+        "--use_cpu=true",
         "--output_dir=/tmp/out",
         "--lora_r=4",
     ]
