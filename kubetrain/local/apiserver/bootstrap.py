@@ -207,6 +207,14 @@ def queue_crd() -> dict[str, Any]:
             "unknown": _int32(),
             "allocated": _quantities(),
             "reservation": preserved,
+            # kubetrain's scheduler: what the queue held lately on average (Kueue's names)
+            "fairSharing": {
+                "type": "object",
+                "properties": {
+                    "consumedResources": _quantities(),
+                    "lastUpdate": {"type": "string", "format": "date-time"},
+                },
+            },
         },
         [
             {"jsonPath": ".spec.parent", "name": "PARENT", "type": "string"},
