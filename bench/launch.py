@@ -62,10 +62,10 @@ import yaml
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
+from kubetrain.frameworks import hostimage
 from kubetrain.kube import resource
 from kubetrain.kube import watch as kube_watch
 from kubetrain.local import daemon
-from kubetrain.local.node import hostimage
 
 T = TypeVar("T")
 Clock = Callable[[], float]

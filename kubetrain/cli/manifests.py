@@ -11,7 +11,7 @@
 The command is the container's ``command`` as an argv list, never a shell string. Resources
 are per replica (per node for a TrainJob), with requests equal to limits as the Kubeflow SDK
 sets them. The default image of the v1 kinds is the host image
-(:mod:`kubetrain.local.node.hostimage`): the local node runs the command on this machine; a
+(:mod:`kubetrain.frameworks.hostimage`): the local node runs the command on this machine; a
 cluster needs ``--image``. A TrainJob's default is its runtime's image.
 
 Owns: building those dicts. Pure: the name, when generated, is passed in.
@@ -26,7 +26,7 @@ from typing import Any
 from kubetrain import api
 from kubetrain.cli import jobkinds
 from kubetrain.cli.errors import UserError
-from kubetrain.local.node import hostimage
+from kubetrain.frameworks import hostimage
 
 DEFAULT_IMAGE = hostimage.HOST_IMAGE
 DEFAULT_RUNTIME = "torch-distributed"

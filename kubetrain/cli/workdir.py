@@ -8,7 +8,7 @@ python3 train.py`` still expects ``./train.py`` to be found: these two commands 
 directory, so they write it into what they submit, where ``--dry-run`` shows it:
 
 - in a ``kubeflow.org/v1`` job, every container and init container of every replica's
-  template whose image is the host image (:mod:`kubetrain.local.node.hostimage`) and that
+  template whose image is the host image (:mod:`kubetrain.frameworks.hostimage`) and that
   names no ``workingDir`` gets ``workingDir`` = that directory; a real image keeps its own
   ``WORKDIR``;
 - a TrainJob has no field for a working directory (neither ``trainer`` nor the pod template
@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.cli import jobkinds
-from kubetrain.local.node import hostimage
+from kubetrain.frameworks import hostimage
 
 CONTAINER_LISTS = ("initContainers", "containers")
 

@@ -26,7 +26,7 @@ every pod on this machine, and the CLI gives pods of this image the directory it
 The modules behind this package are private; import from here (or from ``kubetrain``).
 """
 
-from kubetrain.local.node.hostimage import HOST_IMAGE
+from kubetrain.frameworks.hostimage import HOST_IMAGE
 from kubetrain.sdk._errors import (
     InvalidTrainer,
     JobFailedError,

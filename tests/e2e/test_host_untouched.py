@@ -52,7 +52,8 @@ import yaml
 
 from kubetrain import kube
 from kubetrain.cli import jobkinds
-from kubetrain.local.node import hostimage, podspec
+from kubetrain.frameworks import hostimage
+from kubetrain.local.node import podspec
 from kubetrain.operator.trainjob import kinds
 from tests.apiserver.cascade import eventually, run
 from tests.e2e import conftest as e2e

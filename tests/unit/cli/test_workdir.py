@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from kubetrain.cli import workdir
-from kubetrain.local.node import hostimage
+from kubetrain.frameworks import hostimage
 
 
 def container(image: str, **fields: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrain.local.node import hostimage
+from kubetrain.frameworks import hostimage
 
 SAME = [
     "kubetrain.local/host-python:latest",
