@@ -24,6 +24,7 @@ GUIDE: Final = (
     "docs/progress.md",
     "docs/dashboard.md",
     "docs/initializers.md",
+    "docs/trl.md",
     "docs/kubectl.md",
     "docs/sdk.md",
     "docs/cluster.md",
