@@ -611,7 +611,10 @@ def decode(raw: bytes) -> Any:
 
 
 def _write_query(field_manager: str | None, dry_run: bool) -> dict[str, Any]:
-    query: dict[str, Any] = {"fieldManager": field_manager}
+    # Strict, as kubectl asks by default: without it an API server drops a field its schema
+    # does not know (a misspelt one in a pod template) with no more than a warning, and what
+    # was submitted is stored changed.
+    query: dict[str, Any] = {"fieldManager": field_manager, "fieldValidation": "Strict"}
     if dry_run:
         query["dryRun"] = "All"
     return query

@@ -117,7 +117,11 @@ def test_apply_is_a_server_side_apply_patch_with_field_manager_and_force() -> No
     run(scenario())
     request = fake.requests[0]
     assert request.content_type == "application/apply-patch+yaml"
-    assert request.query == {"fieldManager": "training-operator", "force": "true"}
+    assert request.query == {
+        "fieldManager": "training-operator",
+        "force": "true",
+        "fieldValidation": "Strict",
+    }
     assert request.body["apiVersion"] == "kubeflow.org/v1"
     assert request.body["kind"] == "PyTorchJob"
 
@@ -133,7 +137,7 @@ def test_create_posts_to_the_collection_of_the_objects_namespace() -> None:
             )
 
     run(scenario())
-    assert fake.requests[0].query == {"dryRun": "All"}
+    assert fake.requests[0].query == {"dryRun": "All", "fieldValidation": "Strict"}
 
 
 def test_delete_sends_delete_options_with_policy_and_preconditions() -> None:
