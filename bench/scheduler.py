@@ -57,11 +57,20 @@ accuracy that does not show; with ``--accuracy 0.5`` many jobs wait a fraction o
 under FIFO, and on some seeds some of them wait more than twice that here: the count says
 how many.
 
+A third part, ``teams`` (:mod:`_teams`, next to this file), has three teams with Queues of
+different weights and priorities share the node for a minute, and measures each queue's share
+of the allocated CPU-seconds against its weight, waits per team, and evictions, next to the
+policy without queues measured in the same run. Its goals: shares within 10% of the weights
+while every team has work waiting, no gang split, and no job waiting more than twice what a
+queue given exactly its weight's share would need to run the work ahead of it. ``--only``
+runs one part.
+
 Usage::
 
     .venv/bin/python bench/scheduler.py [--seed N] [--scale X] [--accuracy F] [--json]
+                                        [--only mix|teams]
 
-Deterministic for a given seed; runs in seconds. This is not a test: it asserts nothing and
+Deterministic for a given seed; runs in about a minute. This is not a test: it asserts nothing and
 exits 0 whatever the figures are.
 """
 
@@ -78,6 +87,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
+
+import _teams  # this directory's, as the script runs from here
 
 from kubetrain.local.scheduler import fit, gangs, policy, queue
 
@@ -280,23 +291,29 @@ def per_job_bound(
     }
 
 
-def build_report(seed: int, scale: float, accuracy: float) -> dict[str, Any]:
+def build_report(
+    seed: int, scale: float, accuracy: float, only: str | None = None
+) -> dict[str, Any]:
     started = time.process_time()
     scenarios = {}
     count = 0
-    for key, description, priorities in SCENARIOS:
-        jobs = workload(seed, scale, accuracy, priorities)
-        count = len(jobs)
-        scenarios[key] = {"description": description, **compare(jobs)}
-    return {
+    if only in (None, "mix"):
+        for key, description, priorities in SCENARIOS:
+            jobs = workload(seed, scale, accuracy, priorities)
+            count = len(jobs)
+            scenarios[key] = {"description": description, **compare(jobs)}
+    report: dict[str, Any] = {
         "seed": seed,
         "scale": scale,
         "accuracy": accuracy,
         "jobs": count,
         "node_cpus": NODE_CPU,
         "scenarios": scenarios,
-        "simulation_cpu_s": time.process_time() - started,
     }
+    if only in (None, "teams"):
+        report["teams"] = _teams.report(seed, scale, accuracy)
+    report["simulation_cpu_s"] = time.process_time() - started
+    return report
 
 
 def _ratio(a: float, b: float) -> float | None:
@@ -326,12 +343,16 @@ def _table(scenario: dict[str, Any]) -> list[str]:
 
 def render(report: dict[str, Any]) -> str:
     lines = [
-        f"kubetrain scheduler policy, simulated: {report['jobs']} jobs (Kueue's baseline mix, "
-        f"scale {report['scale']}) on one node of {report['node_cpus']} CPUs; each runs "
-        f"{report['accuracy']:.0%} to 100% of its stated runtime; seed {report['seed']}",
-        "reference: strict FIFO (submission order; the first job that does not fit blocks the "
-        "rest), the same jobs in the same run",
+        f"kubetrain scheduler policy, simulated on one node of {report['node_cpus']} CPUs; "
+        f"each job runs {report['accuracy']:.0%} to 100% of its stated runtime; seed "
+        f"{report['seed']}, scale {report['scale']}",
     ]
+    if report["scenarios"]:
+        lines += [
+            f"mix: {report['jobs']} jobs, Kueue's baseline mix; reference: strict FIFO "
+            "(submission order; the first job that does not fit blocks the rest), the same "
+            "jobs in the same run",
+        ]
     for key, scenario in report["scenarios"].items():
         lines += ["", f"{key}: {scenario['description']}", *_table(scenario)]
         per_job = scenario["per_job"]
@@ -345,21 +366,25 @@ def render(report: dict[str, Any]) -> str:
                 f"jobs that waited more than twice their own FIFO wait: {per_job['over']} "
                 f"of {report['jobs']} (for information)"
             )
-    lines += [
-        "",
-        "The goals are judged on equal priorities, where the two differ only by backfill. "
-        "With Kueue's priorities, kubetrain honours them and FIFO does not: large jobs pass "
-        "the queue and small ones wait longer; that is the priorities' price, shown for "
-        "information.",
-        f"simulation: {report['simulation_cpu_s']:.1f} s of CPU",
-    ]
+    if report["scenarios"]:
+        lines += [
+            "",
+            "The mix's goals are judged on equal priorities, where the two differ only by "
+            "backfill. With Kueue's priorities, kubetrain honours them and FIFO does not: "
+            "large jobs pass the queue and small ones wait longer; that is the priorities' "
+            "price, shown for information.",
+        ]
+    if "teams" in report:
+        lines += ["", *_teams.render(report["teams"])]
+    lines += ["", f"simulation: {report['simulation_cpu_s']:.1f} s of CPU"]
     return "\n".join(lines)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench/scheduler.py",
-        description="Simulate the local scheduler's policy against strict FIFO on one node.",
+        description="Simulate the local scheduler's policy on one node: against strict FIFO, "
+        "and with queues against the policy without them.",
     )
     parser.add_argument("--seed", type=int, default=1, help="the runtime draw (default 1)")
     parser.add_argument(
@@ -373,12 +398,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "(default 0.75; 1 is Kueue's exact runtimes)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON document")
+    parser.add_argument(
+        "--only", choices=("mix", "teams"), help="one part: Kueue's mix, or teams with queues"
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    report = build_report(args.seed, args.scale, args.accuracy)
+    report = build_report(args.seed, args.scale, args.accuracy, args.only)
     print(json.dumps(report, indent=2) if args.json else render(report))
     return 0
 

@@ -116,6 +116,7 @@ class Reservation:
     start: float  # FOREVER: once every running pod has ended, whenever that is
     end: float  # FOREVER: unknown
     placed: list[tuple[fit.PodInfo, str]]
+    owed: bool = False  # its queue held less than its fair share when it reserved
 
 
 @dataclass
@@ -262,13 +263,19 @@ def _overlong(
     line: timeline.Timeline,
     now: float,
     reservations: Sequence[Reservation],
+    *,
+    over_share: bool = False,
 ) -> Reservation | None:
     """The first reservation ``unit``, placed as ``placed`` from now, could hold up for
     longer than its unit has waited so far, were the pods it waits for to end early: rule
-    (b)."""
+    (b). A unit of a queue at or over its fair share (``over_share``) may not hold up a unit
+    of another queue that is owed its share at all, however long that one has waited."""
     runtime = unit.runtime if unit.runtime is not None else FOREVER
     for r in reservations:
-        if r.start == FOREVER or runtime <= now - r.unit.created:
+        if r.start == FOREVER:
+            continue
+        owed = over_share and r.owed and r.unit.queue != unit.queue
+        if runtime <= now - r.unit.created and not owed:
             continue
         if not _fits_as_placed(placed, line.at(r.start)):
             return r
@@ -347,6 +354,7 @@ def plan(
             lambda u: queue.sort_key(u, options.ordering),
         )
     for unit in ordered:
+        owed = fair is not None and fair.standing(unit.queue) < 1  # before it is charged
         if unit.blocked is not None:
             outcomes.append(Outcome(unit, message=unit.blocked, why=BLOCKED))
             continue
@@ -377,9 +385,22 @@ def plan(
             if not tried.ok:
                 delayed = _delayed(end, reservations)
             else:
-                delayed = _overlong(unit, tried.placed, line, now, reservations)
+                over_share = fair is not None and not owed
+                delayed = _overlong(
+                    unit, tried.placed, line, now, reservations, over_share=over_share
+                )
             if delayed is not None:
                 message = messages.backfill_denied(unit.label, delayed.unit.label)
+                if (
+                    fair is not None
+                    and not owed
+                    and delayed.owed
+                    and delayed.unit.queue != unit.queue
+                ):
+                    share = f"{float(fair.standing(unit.queue)):.0%}"
+                    message = messages.behind_queue(
+                        unit.label, unit.queue, share, delayed.unit.label
+                    )
                 waiting = Outcome(unit, message=message, why=BACKFILL)
         if waiting is None and tried.ok:
             line.hold(tried.placed, now, end)
@@ -417,6 +438,7 @@ def plan(
         reservation = reserve(unit, line, earliest)
         reserved[shape] = reservation.start if reservation is not None else None
         if reservation is not None:
+            reservation.owed = owed
             line.hold(reservation.placed, reservation.start, reservation.end)
             reservations.append(reservation)
             waiting.reservation = reservation

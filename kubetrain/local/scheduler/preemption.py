@@ -15,9 +15,15 @@ Never``.
   DefaultPreemption, within a queue). Where queues are not modelled everything is one queue;
 - *reclaim*: a unit of another queue, whatever its priority, when that queue is
   ``reclaimable``, holds more than its deserved share, and the preemptor's queue holds less
-  than its own; and only while, once the victim is gone and the preemptor runs, the victim's
-  queue stays at least as far above its share as the preemptor's is (so reclaim always moves
-  the queues toward their weights, and never takes back and forth).
+  than its own, both now and on average lately, by more than a tenth (their standing,
+  :mod:`~kubetrain.local.scheduler.queues`: where the turns already even out two queues
+  that take turns at the node, evicting would only waste work); and only if, once the
+  victim is gone and the preemptor runs, the two queues are nearer their shares than
+  before: the larger of their two distances from their shares (``|held / deserved - 1|``)
+  shrinks. Taking it back would make it grow again, so reclaim
+  never goes back and forth, and a gang is not evicted only to leave its queue as far below
+  its share as the other was. (Volcano takes only what keeps the victim's queue at its share
+  or above; with gangs a large part of one machine that would rarely allow anything.)
 
 **Which.** Candidates are tried lowest priority first, then the most recently started, then
 from the queue furthest above its share (Kueue's classic preemption), each added until the
@@ -55,6 +61,7 @@ from kubetrain.local.scheduler import (
 
 PRIORITY = "priority"
 RECLAIM = "reclaim"
+RECLAIM_MARGIN = Fraction(1, 10)  # how far from their shares, lately, two queues must be
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -200,6 +207,9 @@ def _candidate(unit: queue.Unit, victim: Victim, walk: _Walk, capability_only: b
         return None
     if fair.share(victim.queue) <= 1 or fair.share(unit.queue) >= 1:
         return None
+    lately = fair.standing(victim.queue, charged=False), fair.standing(unit.queue, charged=False)
+    if lately[0] <= 1 + RECLAIM_MARGIN or lately[1] >= 1 - RECLAIM_MARGIN:
+        return None  # over time the two have had their shares: turns will even them out
     return RECLAIM
 
 
@@ -221,10 +231,12 @@ def _choose(
         if kind == RECLAIM:
             assert fair is not None
             assert after is not None
+            owner = fair.share_with(victim.queue, _negative(freed[victim.queue]))
             gone = amounts.add(freed[victim.queue], victim.request)
-            left = fair.share_with(victim.queue, {n: -v for n, v in gone.items()})
-            if left < after:
-                continue
+            left = fair.share_with(victim.queue, _negative(gone))
+            before = max(abs(fair.share(unit.queue) - 1), abs(owner - 1))
+            if max(abs(after - 1), abs(left - 1)) >= before:
+                continue  # the two queues would not end up nearer their shares
         walk.hold(victim.pods, -1)
         freed[victim.queue] = amounts.add(freed[victim.queue], victim.request)
         chosen.append((victim, kind))
@@ -244,6 +256,10 @@ def _choose(
         walk.hold(victim.pods, -1)
         freed[victim.queue] = amounts.add(freed[victim.queue], victim.request)
     return chosen
+
+
+def _negative(values: Mapping[str, Fraction]) -> amounts.Amounts:
+    return {n: -v for n, v in values.items()}
 
 
 def _reason(unit: queue.Unit, victim: Victim, kind: str, fair: queues.Fair | None) -> str:

@@ -30,10 +30,17 @@ while the others have work. A queue's *share* is its dominant ``allocated / dese
 the resources it uses (0 when it holds nothing; 1 where it holds something it deserves none
 of, as Volcano's ``helpers.Share``).
 
-**Turns** (Volcano's queue order): queues with a higher ``spec.priority`` first, then the
-queue with the lowest share; within a queue, units in their own order (priority, then
-submission). Each unit that starts or reserves in a cycle is charged to its queue at once, so
-the next turn goes to the queue that is then furthest below its share.
+**Turns** (Volcano's queue order, with Kueue's admission fair sharing): queues with a higher
+``spec.priority`` first, then the queue that stands lowest against its deserved share; within
+a queue, units in their own order (priority, then submission). A queue's *standing* is what it
+held lately on average (an exponentially weighted average of what its pods held, with a
+half-life, kept in the Queue's ``status.fairSharing``: ``consumedResources`` as of
+``lastUpdate``, the names Kueue's LocalQueue uses) over what it deserves. Volcano goes by what
+each queue holds at the moment; on one machine, where a gang is a large part of the node, that
+locks in: whichever queue's gang ends holds the lowest share at that moment and takes the room
+back, so a queue can stay below its share for good. Going by the average, a queue below its
+share gets the next turns until it has caught up. Each unit that starts or reserves in a cycle
+is charged to its queue's standing at once, so the turns interleave within a cycle too.
 
 **Reclaim** (``reclaimable``, default true): a queue above its deserved share holds capacity
 another queue is owed; see :mod:`~kubetrain.local.scheduler.preemption` for when it is taken
@@ -56,7 +63,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
 
-from kubetrain.local.scheduler import amounts, messages
+from kubetrain.local.scheduler import amounts, messages, timestamps
 
 Amounts = amounts.Amounts
 
@@ -214,6 +221,8 @@ class Fair:
     deserved: Mapping[str, Amounts]
     allocated: dict[str, Amounts] = field(default_factory=dict)
     served: bool = True
+    history: Mapping[str, Amounts] = field(default_factory=dict)  # held lately, on average
+    charged: dict[str, Amounts] = field(default_factory=dict)  # started or reserved this cycle
 
     @classmethod
     def build(
@@ -224,9 +233,12 @@ class Fair:
         waiting: Mapping[str, Mapping[str, Fraction]],
         *,
         served: bool = True,
+        history: Mapping[str, Mapping[str, Fraction]] | None = None,
     ) -> Fair:
         """``allocated``: per queue, what its running pods request; ``waiting``: per queue,
-        what its waiting units ask for. Queues named there that do not exist get no share."""
+        what its waiting units ask for; ``history``: per queue, what it held lately on
+        average (:func:`held_lately`; a queue it does not list counts what it holds now).
+        Queues named there that do not exist get no share."""
         known = {q.name: q for q in queues} if served else {DEFAULT: IMPLICIT}
         demands = {
             name: Demand(
@@ -236,11 +248,13 @@ class Fair:
             )
             for name, q in known.items()
         }
+        held = {name: dict(a) for name, a in allocated.items()}
         return cls(
             queues=known,
             deserved=deserved(total, demands),
-            allocated={name: dict(a) for name, a in allocated.items()},
+            allocated=held,
             served=served,
+            history={name: dict((history or {}).get(name, held.get(name, {}))) for name in known},
         )
 
     def copy(self) -> Fair:
@@ -250,6 +264,8 @@ class Fair:
             self.deserved,
             {name: dict(a) for name, a in self.allocated.items()},
             self.served,
+            self.history,
+            {name: dict(a) for name, a in self.charged.items()},
         )
 
     def name_of(self, queue_name: str) -> str:
@@ -264,9 +280,20 @@ class Fair:
         name = self.name_of(queue_name)
         return share(amounts.add(self.allocated.get(name, {}), change), self.deserved.get(name, {}))
 
+    def standing(self, queue_name: str, *, charged: bool = True) -> Fraction:
+        """Where the queue stands against its fair share over time: what it held lately on
+        average, plus (``charged``) what it was given in this cycle, against what it
+        deserves. The turns and whether the queue is owed (below 1) go by this."""
+        name = self.name_of(queue_name)
+        held = self.history.get(name, {})
+        if charged:
+            held = amounts.add(held, self.charged.get(name, {}))
+        return share(held, self.deserved.get(name, {}))
+
     def charge(self, queue_name: str, request: Mapping[str, Fraction]) -> None:
         name = self.name_of(queue_name)
         self.allocated[name] = amounts.add(self.allocated.get(name, {}), request)
+        self.charged[name] = amounts.add(self.charged.get(name, {}), request)
 
     def admit(self, label: str, queue_name: str, request: Amounts, *, new: bool) -> Refusal | None:
         """Whether the queue lets a unit asking for ``request`` start now (``new``: it holds
@@ -332,7 +359,7 @@ class Turns:
         queue = self._fair.queues.get(name)
         priority = queue.priority if queue is not None else 0
         head = self._lines[name][self._next[name]]
-        return (-priority, self._fair.share(name), self._rank(head), next(self._tie))
+        return (-priority, self._fair.standing(name), self._rank(head), next(self._tie))
 
     def __iter__(self) -> Iterator[Any]:
         heap = [(self._key(name), name) for name in self._lines]
@@ -345,6 +372,41 @@ class Turns:
             yield unit
             if self._next[name] < len(line):
                 heapq.heappush(heap, (self._key(name), name))
+
+
+# --- history ------------------------------------------------------------------------------------
+
+
+def held_lately(
+    before: Mapping[str, Fraction],
+    held: Mapping[str, Fraction],
+    elapsed: float,
+    half_life: float,
+) -> Amounts:
+    """The average of what a queue held, ``elapsed`` seconds after it was ``before``, having
+    held ``held`` all the while: an exponentially weighted average with ``half_life``
+    (Kueue's ``usageHalfLifeTime``). Kept to thousandths."""
+    kept = 0.5 ** (max(0.0, elapsed) / half_life) if half_life > 0 else 0.0
+    out: Amounts = {}
+    for name in set(before) | set(held):
+        value = float(before.get(name, _ZERO)) * kept + float(held.get(name, _ZERO)) * (1 - kept)
+        rounded = Fraction(round(value * 1000), 1000)
+        if rounded > 0:
+            out[name] = rounded
+    return out
+
+
+def history_of(obj: Mapping[str, Any], now: float, half_life: float) -> Amounts | None:
+    """What a Queue held lately on average, as of ``now``, from its status (None: not yet
+    recorded): ``fairSharing.consumedResources`` as of ``fairSharing.lastUpdate``, and
+    ``allocated`` held since."""
+    status = _mapping(obj.get("status"))
+    sharing = _mapping(status.get("fairSharing"))
+    since = timestamps.parse(sharing.get("lastUpdate"))
+    if since is None:
+        return None
+    before = amounts.parse(sharing.get("consumedResources"))
+    return held_lately(before, amounts.parse(status.get("allocated")), now - since, half_life)
 
 
 # --- status -------------------------------------------------------------------------------------
@@ -365,13 +427,28 @@ def state_of(current: Mapping[str, Any], holding_groups: int) -> str:
 def status(
     current: Mapping[str, Any], phases: Mapping[str, int], allocated: Mapping[str, Fraction]
 ) -> dict[str, Any]:
-    """A Queue's whole ``status``: its state, how many of its PodGroups are in each phase, and
-    what its pods holding a node request (cpu and memory always, as Volcano writes them)."""
+    """A Queue's ``status`` but for ``fairSharing``: its state, how many of its PodGroups are
+    in each phase, and what its pods holding a node request (cpu and memory always, as
+    Volcano writes them)."""
     counts = {field_: phases.get(phase, 0) for phase, field_ in PHASE_COUNTS.items()}
     unfinished = sum(n for phase, n in phases.items() if phase != "Completed")
-    shown = {"cpu": _ZERO, "memory": _ZERO, **{n: v for n, v in allocated.items() if v > 0}}
     return {
         "state": state_of(current, unfinished),
         **counts,
-        "allocated": {n: amounts.format_quantity(v, n) for n, v in sorted(shown.items())},
+        "allocated": _quantities({"cpu": _ZERO, "memory": _ZERO, **allocated}),
+    }
+
+
+def fair_sharing(lately: Mapping[str, Fraction], now: str) -> dict[str, Any]:
+    """``status.fairSharing``: what the queue held lately on average, as of ``now``. Written
+    with every other change of the status (``allocated`` above all), so that what the queue
+    held between two writes is always the ``allocated`` of the first."""
+    return {"consumedResources": _quantities(lately), "lastUpdate": now}
+
+
+def _quantities(values: Mapping[str, Fraction]) -> dict[str, str]:
+    return {
+        n: amounts.format_quantity(v, n)
+        for n, v in sorted(values.items())
+        if v > 0 or n in ("cpu", "memory")
     }

@@ -115,6 +115,7 @@ class Settings:
     rediscover_every: float = 30.0  # seconds between looks for PodGroup kinds not served
     write_concurrency: int = 16
     preemption: bool = True  # evict lower-priority or over-share work (preemption, reclaim)
+    usage_half_life: float = 600.0  # seconds: how fast what a queue held lately is forgotten
     retry_initial: float = 0.1  # a watch that failed with an error retrying cannot fix
     retry_max: float = 10.0
     options: policy.Options = field(default_factory=policy.Options)
@@ -541,7 +542,7 @@ class Scheduler:
             if c.get("preemptionPolicy") == queue.NEVER
         )
         units = queue.build(pending, group_states, priority_values, now, never)
-        fair = self._fair(units, holders, members, nodes)
+        fair = self._fair(units, holders, members, nodes, now)
         plan = policy.plan(
             units,
             nodes,
@@ -563,7 +564,7 @@ class Scheduler:
         phases = await self._write_groups(
             plan, members, bound, told, nodes, now, fair, priority_values
         )
-        await self._write_queues(fair, plan, phases)
+        await self._write_queues(fair, plan, phases, now)
         log.debug(
             "cycle %d: %d pending, %d bound, %d waiting, %d evictions",
             self.cycles,
@@ -580,8 +581,10 @@ class Scheduler:
         holders: Iterable[tuple[dict[str, Any], str]],
         members: Mapping[gangs.GroupRef, list[dict[str, Any]]],
         nodes: Iterable[fit.NodeInfo],
+        now: float,
     ) -> queues.Fair:
-        """The queues this cycle: what each holds and asks for, against the nodes."""
+        """The queues this cycle: what each holds, held lately and asks for, against the
+        nodes."""
         allocated: dict[str, amounts.Amounts] = {}
         for pod, _ in holders:
             name = self._queue_of(pod)
@@ -601,9 +604,15 @@ class Scheduler:
             name = queues.queue_of(spec.queue)
             waiting[name] = amounts.add(waiting.get(name, {}), spec.min_resources)
         served = self.queues is not None
-        known = [queues.Queue.of(q) for q in self.queues.objects.values()] if served else []
+        objs = list(self.queues.objects.values()) if self.queues is not None else []
+        history = {}
+        for obj in objs:
+            lately = queues.history_of(obj, now, self.settings.usage_half_life)
+            if lately is not None:
+                history[str(_meta(obj).get("name") or "")] = lately
         total = amounts.total(n.allocatable for n in nodes)
-        return queues.Fair.build(known, total, allocated, waiting, served=served)
+        known = [queues.Queue.of(q) for q in objs]
+        return queues.Fair.build(known, total, allocated, waiting, served=served, history=history)
 
     def _decide_evictions(
         self,
@@ -1022,10 +1031,12 @@ class Scheduler:
         fair: queues.Fair,
         plan: policy.Plan,
         phases: Mapping[str, collections.Counter[str]],
+        now: float,
     ) -> None:
         """Each Queue's status: its state, its groups per phase, what its pods hold (those
-        bound in this cycle included). A scheduler that handles only some namespaces sees
-        only part of a queue: it writes the status of the queues it has work in, no other."""
+        bound in this cycle included), and with any change of those, what it held lately.
+        A scheduler that handles only some namespaces sees only part of a queue: it writes
+        the status of the queues it has work in, no other."""
         if self.queues is None:
             return
         held = fair.copy()
@@ -1037,19 +1048,24 @@ class Scheduler:
             name = str(_meta(obj).get("name") or "")
             if partial and name not in phases and name not in held.allocated:
                 continue
-            wanted = queues.status(_status(obj), phases.get(name, {}), held.allocated.get(name, {}))
-            if not gangs.differs(_status(obj), wanted):
+            base = queues.status(_status(obj), phases.get(name, {}), held.allocated.get(name, {}))
+            if not gangs.differs(_status(obj), base):
                 continue
-            if self._queue_written.get(name) == (_version(obj), wanted):
+            if self._queue_written.get(name) == (_version(obj), base):
                 continue
-            writes.append(self._guarded(self._write_queue(obj, wanted)))
+            stamp = timestamps.format_seconds(now)
+            lately = queues.fair_sharing(fair.history.get(name, {}), stamp)
+            writes.append(self._guarded(self._write_queue(obj, base, lately)))
         live = set(self.queues.objects)
         for name in [n for n in self._queue_written if n not in live]:
             del self._queue_written[name]
         await asyncio.gather(*writes)
 
-    async def _write_queue(self, obj: Mapping[str, Any], wanted: dict[str, Any]) -> None:
+    async def _write_queue(
+        self, obj: Mapping[str, Any], base: dict[str, Any], lately: dict[str, Any]
+    ) -> None:
         name = str(_meta(obj).get("name") or "")
+        wanted = {**base, "fairSharing": lately}
         subresource = "status" if self.queue_status_subresource else None
         try:
             await self.client.patch(
@@ -1063,7 +1079,7 @@ class Scheduler:
         except kube.ApiError as exc:
             log.warning("Queue %s: cannot write status: %s", name, exc)
             return
-        self._queue_written[name] = (_version(obj), wanted)
+        self._queue_written[name] = (_version(obj), base)
         log.info("Queue %s: %s", name, wanted.get("state"))
 
     def _status_needed(

@@ -248,9 +248,9 @@ def test_a_queue_within_its_share_is_not_reclaimed_from() -> None:
     assert found.evicted() == []
 
 
-def test_reclaim_never_leaves_the_lender_further_below_its_share_than_the_reclaimer() -> None:
+def test_a_reclaim_must_bring_both_queues_nearer_their_shares() -> None:
     # lender (weight 1) runs one gang of 6 on 8 cpus; owner (weight 1) wants 4: both
-    # deserve 4. Taking the 6 would leave lender at 0% and owner at 100%: not done.
+    # deserve 4. Taking the 6 would leave lender at 0% and owner at 100%: no nearer.
     qs = [queues.Queue("owner"), queues.Queue("lender")]
     found = cycle(
         members("mine", 1, "4"),
@@ -260,3 +260,17 @@ def test_reclaim_never_leaves_the_lender_further_below_its_share_than_the_reclai
         nodes=[node(cpu="8")],
     )
     assert found.evicted() == []
+
+
+def test_a_lender_may_end_a_little_below_its_share_when_the_owner_gets_just_its_own() -> None:
+    # 20 cpus; lender runs five gangs of 4 while owner wants 2: owner deserves 2, lender 18.
+    # Taking one gang leaves lender at 16 of 18 and gives owner its 2: both nearer.
+    qs = [queues.Queue("owner"), queues.Queue("lender")]
+    bound, groups = [], [vgroup("mine", 1, queue_name="owner")]
+    for i in range(5):
+        bound += members(f"lent{i}", 1, "4", running=True)
+        groups.append(vgroup(f"lent{i}", 1, queue_name="lender"))
+    found = cycle(
+        members("mine", 1, "2"), bound=bound, groups=groups, queue_objs=qs, nodes=[node(cpu="20")]
+    )
+    assert [len(v) for v in found.evicted()] == [1]

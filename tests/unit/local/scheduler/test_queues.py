@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from kubetrain.local.scheduler import messages, policy, queues
-from tests.unit.local.scheduler.builders import pod
+from tests.unit.local.scheduler.builders import T0, pod
 from tests.unit.local.scheduler.cycles import cycle, members, vgroup
 
 F = Fraction
@@ -332,3 +332,43 @@ def test_in_a_cycle_a_gang_of_a_missing_queue_waits_for_it() -> None:
     assert outcome.refusal is not None
     assert outcome.refusal.reason == messages.QUEUE_NOT_FOUND
     assert not outcome.placed
+
+
+# --- what a queue held lately ----------------------------------------------------------------
+
+
+def test_what_a_queue_held_lately_is_an_average_with_a_half_life() -> None:
+    assert queues.held_lately({}, cpu(8), 10.0, 10.0) == cpu(4), "half of it after one half-life"
+    assert queues.held_lately(cpu(8), {}, 20.0, 10.0) == cpu(2), "a quarter left after two"
+    assert queues.held_lately(cpu(4), cpu(4), 123.0, 10.0) == cpu(4), "steady stays steady"
+
+
+def test_what_a_queue_held_lately_is_read_from_its_status_as_of_now() -> None:
+    obj = queue_obj("team")
+    obj["status"] = {
+        "allocated": {"cpu": "8"},
+        "fairSharing": {"consumedResources": {"cpu": "0"}, "lastUpdate": "2027-01-15T08:00:00Z"},
+    }
+    assert queues.history_of(obj, T0 + 600, 600.0) == cpu(4)
+    assert queues.history_of(queue_obj("new"), T0, 600.0) is None
+
+
+def test_turns_go_by_what_queues_held_lately_so_a_gang_sized_gap_does_not_lock_in() -> None:
+    # At this moment a holds 8 of its 10, b 4 of its 6.67 (its gang just ended): by the
+    # moment b is lower and would take the room back, as it does every time. Lately,
+    # though, b held 8 (over its share) and a 8 (under): a's turn.
+    qs = [queues.Queue("a", weight=3), queues.Queue("b", weight=2)]
+    demand = {"a": cpu(100), "b": cpu(100)}
+    now = {"a": cpu(8), "b": cpu(4)}
+    fair = queues.Fair.build(qs, cpu(16 + 4 / 3), now, demand, history={"a": cpu(8), "b": cpu(8)})
+    assert fair.share("b") < fair.share("a")
+    assert fair.standing("a") < fair.standing("b")
+    order = list(queues.Turns([("a", 1), ("b", 1)], fair, lambda u: u[0], lambda u: u[1]))
+    assert order == [("a", 1), ("b", 1)]
+
+
+def test_status_records_what_the_queue_held_lately_as_of_now() -> None:
+    assert queues.fair_sharing(cpu("7.5"), "2027-01-15T08:00:00Z") == {
+        "consumedResources": {"cpu": "7500m"},
+        "lastUpdate": "2027-01-15T08:00:00Z",
+    }
