@@ -379,11 +379,15 @@ async def run(
             if fresh:
                 await db.compact()  # the initial state is not history to resume from
             node_tls = await asyncio.to_thread(credentials.client_context)
+            # /readyz (what a command that started it in the background waits for) answers
+            # ok once the components that say so are ready: the built-in runtimes installed
+            components_ready = asyncio.Event()
             api = server.ApiServer(
                 reg,
                 token=credentials.token,
                 bookmark_interval=config.bookmark_interval,
                 node_tls=node_tls,  # nodes serve certificates from the control plane's CA
+                ready=components_ready.is_set,
             )
             port = _choose_port(config)
             try:
@@ -407,7 +411,7 @@ async def run(
                 collector.freeze()  # start-up state (bootstrap, schemas, modules) lives on
                 await asyncio.to_thread(_write_state, config, credentials, url, port, names)
                 log.info("local control plane serving at %s", url)
-                await _serve_until_stopped(parts, on_ready, url)
+                await _serve_until_stopped(parts, on_ready, url, components_ready)
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(paths.status)
@@ -422,7 +426,10 @@ async def run(
 
 
 async def _serve_until_stopped(
-    parts: list[Component], on_ready: Callable[[str], None] | None, url: str
+    parts: list[Component],
+    on_ready: Callable[[str], None] | None,
+    url: str,
+    components_ready: asyncio.Event,
 ) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -433,6 +440,7 @@ async def _serve_until_stopped(
         async with _aio.TaskGroup() as group:
             tasks = [group.create_task(supervised(c), name=c.name) for c in parts]
             await _components_ready(parts)
+            components_ready.set()
             if on_ready is not None:
                 on_ready(url)
             await stop.wait()

@@ -22,6 +22,7 @@ from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from kubetrain.local import daemon
+from kubetrain.operator.trainjob import builtin
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KUBETRAIN_TEST_KUBECONFIG")),
@@ -86,11 +87,12 @@ def test_up_status_kubeconfig_down(home: Path) -> None:
     assert "since:" in text.stdout
     assert cli(home, "kubeconfig").stdout.strip() == str(home / "kubeconfig")
     assert [n.metadata.name for n in core_api(home).list_namespace().items]
-    # ready means the built-in runtimes are there: a first `submit trainjob` finds its runtime
+    # ready means every built-in runtime is there: a first `submit trainjob` finds its runtime
     runtimes = client.CustomObjectsApi(core_api(home).api_client).list_cluster_custom_object(
         "trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes"
     )
-    assert "torch-distributed" in {r["metadata"]["name"] for r in runtimes["items"]}
+    installed = {r["metadata"]["name"] for r in runtimes["items"]}
+    assert {r["metadata"]["name"] for r in builtin.runtimes()} <= installed
     down = cli(home, "down")
     assert down.returncode == 0
     assert f"pid {state['pid']}" in down.stderr
