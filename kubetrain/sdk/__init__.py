@@ -27,6 +27,15 @@ The modules behind this package are private; import from here (or from ``kubetra
 """
 
 from kubetrain.frameworks.hostimage import HOST_IMAGE
+from kubetrain.sdk._builtin import (
+    BuiltinTrainer,
+    DataFormat,
+    DataType,
+    LoraConfig,
+    Loss,
+    TorchTuneConfig,
+    TorchTuneInstructDataset,
+)
 from kubetrain.sdk._errors import (
     InvalidTrainer,
     JobFailedError,
@@ -62,8 +71,11 @@ from kubetrain.sdk._types import (
 __all__ = [
     "HOST_IMAGE",
     "Annotations",
+    "BuiltinTrainer",
     "CommandTrainer",
     "CustomTrainer",
+    "DataFormat",
+    "DataType",
     "Event",
     "HuggingFaceDatasetInitializer",
     "HuggingFaceModelInitializer",
@@ -73,6 +85,8 @@ __all__ = [
     "KubernetesBackendConfig",
     "Labels",
     "LocalBackendConfig",
+    "LoraConfig",
+    "Loss",
     "Name",
     "NotFoundError",
     "Runtime",
@@ -83,6 +97,8 @@ __all__ = [
     "SdkError",
     "Step",
     "TRLConfig",
+    "TorchTuneConfig",
+    "TorchTuneInstructDataset",
     "TrainJob",
     "TrainerClient",
     "TrainerType",

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from kubetrain import kube
-from kubetrain.sdk import _functions, _logs, _status, _trainjobs, _types
+from kubetrain.sdk import _builtin, _functions, _logs, _status, _trainjobs, _types
 from kubetrain.sdk._connection import Changes, Connection
 from kubetrain.sdk._errors import InvalidTrainer, JobFailedError, NotFoundError, WaitTimeout
 
@@ -131,16 +131,18 @@ class TrainerClient:
         self,
         runtime: str | _types.Runtime | None = None,
         initializer: _types.Initializer | None = None,
-        trainer: _types.Trainer | None = None,
+        trainer: _types.Trainer | _builtin.BuiltinTrainer | None = None,
         options: _types.Options | None = None,
     ) -> str:
         """Submit a TrainJob; returns its name. ``runtime`` defaults to torch-distributed.
         A ``CustomTrainer``'s function is checked first: InvalidTrainer (a ValueError) says
         why it cannot run on its own."""
         if trainer is not None and not isinstance(
-            trainer, _types.CustomTrainer | _types.CommandTrainer
+            trainer, _types.CustomTrainer | _types.CommandTrainer | _builtin.BuiltinTrainer
         ):
-            raise InvalidTrainer(f"trainer: {trainer!r}; accepted: CustomTrainer, CommandTrainer")
+            raise InvalidTrainer(
+                f"trainer: {trainer!r}; accepted: CustomTrainer, CommandTrainer, BuiltinTrainer"
+            )
         if initializer is not None and not isinstance(initializer, _types.Initializer):
             raise InvalidTrainer(f"initializer: {initializer!r}; accepted: an Initializer")
         options = _trainjobs.check_options(options)
@@ -163,7 +165,7 @@ class TrainerClient:
         runtime_name: str,
         runtime_kind: str | None,
         initializer: _types.Initializer | None,
-        trainer: _types.Trainer | None,
+        trainer: _types.Trainer | _builtin.BuiltinTrainer | None,
         options: list[_types.Option],
     ) -> str:
         runtime = await self._runtime_object(runtime_name, runtime_kind)

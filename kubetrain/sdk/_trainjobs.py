@@ -11,6 +11,7 @@ How each trainer becomes the TrainJob's ``spec.trainer``:
   the source: it is one argument of the command. ``PYTHONUNBUFFERED=1`` is set (unless the
   trainer's env sets it) so that logs stream as the function prints;
 - :class:`~kubetrain.sdk.CommandTrainer`: its ``command`` and ``args`` as they are;
+- :class:`~kubetrain.sdk.BuiltinTrainer`: what its config says (:mod:`kubetrain.sdk._builtin`);
 - ``packages_to_install``: the command is wrapped in ``bash -c 'python3 -m pip install ...
   && exec "$@"'`` with the command as the positional arguments, so nothing is re-quoted;
 - ``resources_per_node``: requests and limits alike, with Kubeflow's short names (``gpu`` is
@@ -28,7 +29,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from kubetrain.sdk import _functions, _types
+from kubetrain.sdk import _builtin, _functions, _types
 from kubetrain.sdk._errors import InvalidTrainer
 
 API_VERSION: Final = "trainer.kubeflow.org/v1alpha1"
@@ -79,7 +80,7 @@ def build(
     name: str,
     namespace: str,
     runtime: Mapping[str, Any],
-    trainer: _types.Trainer | None,
+    trainer: _types.Trainer | _builtin.BuiltinTrainer | None,
     initializer: _types.Initializer | None = None,
     options: _types.Options = (),
 ) -> dict[str, Any]:
@@ -88,7 +89,9 @@ def build(
     spec: dict[str, Any] = {
         "runtimeRef": {"name": _dig(runtime, "metadata", "name"), "apiGroup": GROUP, "kind": kind}
     }
-    if trainer is not None:
+    if isinstance(trainer, _builtin.BuiltinTrainer):  # the initializer gives it the data's path
+        spec["trainer"] = _builtin.trainer_spec(trainer, runtime, initializer)
+    elif trainer is not None:
         spec["trainer"] = trainer_spec(trainer, runtime)
     if initializer is not None:
         block = initializer_spec(initializer)
