@@ -1,5 +1,6 @@
-"""``kubetrain get NAME``: one job in detail: its state and times, its conditions, a table of
-its replicas (pod, phase, node, restarts, exit code) and its most recent events.
+"""``kubetrain get NAME``: one job in detail: its state and times, its queue (and the queue's
+share) and why it waits, its conditions, a table of its replicas (pod, phase, node, restarts,
+exit code) and its most recent events.
 
 Owns: the command line and that layout. ``-o json|yaml|name`` prints the job object itself.
 """
@@ -12,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from kubetrain import kube
 from kubetrain.cli import (
     durations,
     errors,
@@ -19,6 +21,7 @@ from kubetrain.cli import (
     jobs,
     jobstate,
     output,
+    queuing,
     replicas,
     tables,
     target,
@@ -56,8 +59,23 @@ async def _get(args: argparse.Namespace) -> int:
         pods = await jobs.pods(tgt.client, job)
         events = await jobs.events(tgt.client, job, pods)
         nodes = await jobs.runtime_nodes(tgt.client, job)
-    sys.stdout.write(describe(job, pods, events, datetime.now(timezone.utc), nodes))
+        queue, waits = await _queuing(tgt.client, job, pods)
+    now = datetime.now(timezone.utc)
+    sys.stdout.write(describe(job, pods, events, now, nodes, queue=queue, waiting=waits))
     return 0
+
+
+async def _queuing(
+    client: kube.Client, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
+) -> tuple[str | None, str | None]:
+    """The job's queue line and why it waits (see :mod:`kubetrain.cli.queuing`)."""
+    volcano, kueue = await queuing.served(client)
+    group = None
+    if volcano:
+        group = await queuing.group(client, job)
+    snap = await queuing.snapshot(client) if group is not None else None
+    line = queuing.queue_line(job, group, snap)
+    return line, queuing.waiting(job, group, pods, kueue_served=kueue)
 
 
 def describe(
@@ -66,9 +84,13 @@ def describe(
     events: Sequence[Mapping[str, Any]],
     now: datetime,
     runtime_nodes: int | None = None,
+    *,
+    queue: str | None = None,
+    waiting: str | None = None,
 ) -> str:
     """The whole description; pure, for tests. ``runtime_nodes``: a TrainJob's nodes when its
-    runtime decides them."""
+    runtime decides them; ``queue`` and ``waiting``: :mod:`kubetrain.cli.queuing`'s lines,
+    shown when there are any."""
     state = jobstate.of(job, pods)
     meta = job.get("metadata") or {}
     if jobkinds.of(job) is jobkinds.TRAINJOB:
@@ -90,6 +112,10 @@ def describe(
     progress = jobstate.progress(job)
     if progress:
         fields.append(("Progress", progress))
+    if queue:
+        fields.append(("Queue", queue))
+    if waiting:
+        fields.append(("Waiting", waiting))
     width = max(len(k) for k, _ in fields) + 2
     text = "".join(
         f"{(k + ':').ljust(width)}{v if v not in (None, '') else '-'}\n" for k, v in fields

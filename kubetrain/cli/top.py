@@ -1,5 +1,5 @@
-"""``kubetrain top job [NAME]`` and ``kubetrain top node``: CPU, memory and GPUs requested and
-used.
+"""``kubetrain top job [NAME]``, ``kubetrain top node`` and ``kubetrain top queue``: CPU,
+memory and GPUs requested and used, and the queues' shares.
 
 ``top job``: per job, what its spec requests in all (each replica's template times its
 replicas), how many of its pods are running on a node, and what those pods use now. ``top
@@ -12,7 +12,12 @@ cluster from metrics-server. Without it (404, or 503 from an unavailable metrics
 views keep showing requests and say, in one note, what is missing. GPU usage is not measured
 (``-``).
 
-Owns: the two views and adding up measured usage; requests are :mod:`kubetrain.cli.usage`'s.
+``top queue``: per Volcano Queue, its state, weight, capability, what its running pods hold,
+its deserved share and how much of it they hold (:mod:`kubetrain.cli.queuing`). ``top job``
+adds a QUEUE column when any job listed is in a queue.
+
+Owns: the views and adding up measured usage; requests are :mod:`kubetrain.cli.usage`'s,
+queues :mod:`kubetrain.cli.queuing`'s.
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain import kube
-from kubetrain.cli import errors, jobkinds, jobs, jobstate, replicas, tables, target, usage
+from kubetrain.cli import (
+    errors,
+    jobkinds,
+    jobs,
+    jobstate,
+    queuing,
+    replicas,
+    tables,
+    target,
+    usage,
+)
 from kubetrain.kube import resource
 
 POD_METRICS = kube.Resource("metrics.k8s.io", "v1beta1", "pods", kind="PodMetrics")
@@ -64,6 +79,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     node.add_argument("-o", "--output", choices=("json",), help="rows as JSON")
     target.add_arguments(node)
     node.set_defaults(func=run_nodes)
+    queue = views.add_parser(
+        "queue", aliases=["queues"], help="per Volcano queue", description=queuing.QUEUE_HELP
+    )
+    queue.add_argument("-o", "--output", choices=("json",), help="rows as JSON")
+    target.add_arguments(queue)
+    queue.set_defaults(func=run_queues)
 
 
 def run_jobs(args: argparse.Namespace) -> int:
@@ -72,6 +93,10 @@ def run_jobs(args: argparse.Namespace) -> int:
 
 def run_nodes(args: argparse.Namespace) -> int:
     return errors.run(args, lambda: _nodes(args))
+
+
+def run_queues(args: argparse.Namespace) -> int:
+    return errors.run(args, lambda: _queues(args))
 
 
 # -- measured usage -----------------------------------------------------------------------------
@@ -223,15 +248,18 @@ async def _jobs(args: argparse.Namespace) -> int:
         else:
             found = await jobs.list_jobs(tgt.client, tgt.list_namespace)
             where = tgt.list_namespace
-        pods, (measured, note) = await asyncio.gather(
+        pods, (measured, note), groups = await asyncio.gather(
             asyncio.gather(*(jobs.pods(tgt.client, job) for job in found)),
             _metrics(tgt.client, POD_METRICS, where),
+            _pod_groups(tgt.client, where),
         )
     per_pod = by_pod(measured) if measured is not None else {}
     rows = [
         job_row(job, p, pods_used(p, per_pod) if measured is not None else None)
         for job, p in zip(found, pods, strict=True)
     ]
+    for job, row in zip(found, rows, strict=True):
+        row["queue"] = queuing.queue_of_job(job, queuing.group_of_job(job, groups))
     if args.output == "json":
         print(json.dumps({"jobs": rows, **({"note": note} if note else {})}, indent=2))
         return 0
@@ -240,11 +268,40 @@ async def _jobs(args: argparse.Namespace) -> int:
         print(f"No jobs found in {where_text}.", file=sys.stderr)
         return 0
     columns = JOB_COLUMNS
+    if any(row["queue"] for row in rows):
+        columns = (*columns[:3], ("QUEUE", "queue"), *columns[3:])
     if tgt.all_namespaces:
         columns = (("NAMESPACE", "namespace"), *columns)
     sys.stdout.write(render(columns, rows))
     if note:
         print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+async def _pod_groups(client: kube.Client, namespace: str | None) -> list[dict[str, Any]]:
+    """The Volcano PodGroups of ``namespace`` (None: every one); none where not served."""
+    volcano, _ = await queuing.served(client)
+    if not volcano:
+        return []
+    listed = await client.list_all(queuing.POD_GROUPS, namespace=namespace)
+    return list(listed.get("items") or [])
+
+
+async def _queues(args: argparse.Namespace) -> int:
+    async with target.connect(args) as tgt:
+        snap = await queuing.snapshot(tgt.client)
+    if snap is None:
+        print(
+            "This API server serves no Volcano Queue (scheduling.volcano.sh/v1beta1): "
+            "install Volcano on a cluster; the local control plane serves it.",
+            file=sys.stderr,
+        )
+        return 0
+    rows = queuing.queue_rows(snap)
+    if args.output == "json":
+        print(json.dumps({"queues": rows}, indent=2))
+        return 0
+    sys.stdout.write(render(queuing.QUEUE_COLUMNS, rows))
     return 0
 
 

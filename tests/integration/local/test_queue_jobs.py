@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import secrets
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +74,7 @@ class Plane:
     namespace: str
     token: str
     markers: Path
+    kubeconfig: str
     cluster_objects: list[tuple[kube.Resource, str]] = field(default_factory=list)
 
     def marker(self, name: str) -> str:
@@ -126,6 +129,29 @@ class Plane:
             return found if ok else None
 
         return await eventually(check, f"{', '.join(names)} run", timeout=WAIT)
+
+    async def kubetrain(self, *args: str) -> str:
+        """``kubetrain ARGS -n NAMESPACE`` run as a user runs it; its output (it must succeed)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("KUBECONFIG",)}
+        env.update(
+            KUBETRAIN_KUBECONFIG=self.kubeconfig,
+            KUBETRAIN_HOME=str(self.markers / "home"),
+            COLUMNS="250",
+        )
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "kubetrain",
+            *args,
+            "-n",
+            self.namespace,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+        out, err = await child.communicate()
+        assert child.returncode == 0, err.decode()
+        return out.decode()
 
     async def events(self, involved: str, reason: str) -> list[dict[str, Any]]:
         listed = await self.client.list(EVENTS, namespace=self.namespace)
@@ -209,7 +235,7 @@ async def plane(kubeconfig: str, namespace: str, node: Node, markers: Path) -> A
             ),
         )
         stop = asyncio.Event()
-        p = Plane(client, namespace, secrets.token_hex(3), markers)
+        p = Plane(client, namespace, secrets.token_hex(3), markers, kubeconfig)
         async with _aio.TaskGroup() as group:
             operator_task = group.create_task(mgr.run(), name="operator")
             group.create_task(placing.run(stop), name="scheduler")
@@ -275,6 +301,13 @@ def test_a_queue_at_its_capability_holds_a_job_pending_until_it_has_room(
 
         status = await eventually(counted, f"Queue {team} counts one job running, one pending")
         assert status["allocated"]["cpu"] == "1"
+        shown = await p.kubetrain("get", "pytorchjob/second")
+        assert f"Queue:     {team} (Open, weight 1; holds cpu=1 of its deserved cpu=" in shown
+        assert f"Waiting:   {condition['message']}" in shown
+        (row,) = [line.split() for line in (await p.kubetrain("top", "queue")).splitlines()
+                  if line.startswith(team)]  # fmt: skip
+        assert row[:4] == [team, "Open", "1", "cpu=1"], "name, state, weight, capability"
+        assert row[-2:] == ["1", "1"], "one job running, one waiting"
 
         await p.release("first-done")
         await p.release("second-done")
