@@ -8,6 +8,8 @@ server, and the jobs' pods run for real as processes of this machine.
 - a high-priority TrainJob evicts a running low-priority PyTorchJob gang, whole; the
   PyTorchJob recreates its pods (restartPolicy OnFailure), which wait for the TrainJob and
   then run to success;
+- a job that Kueue's queue label marks and that is suspended stays suspended, and ``kubetrain
+  get`` says what it waits for;
 - the seed document's Queue, runtime and TrainJob (with its queue override) behave as the
   document says: the PodGroup is in the TrainJob's queue, which must exist for it to run, and
   a TrainJob without the override goes to the runtime's queue.
@@ -75,6 +77,7 @@ class Plane:
     token: str
     markers: Path
     kubeconfig: str
+    placing: scheduler.Scheduler
     cluster_objects: list[tuple[kube.Resource, str]] = field(default_factory=list)
 
     def marker(self, name: str) -> str:
@@ -152,6 +155,15 @@ class Plane:
         out, err = await child.communicate()
         assert child.returncode == 0, err.decode()
         return out.decode()
+
+    async def cycles(self, count: int = 3) -> None:
+        """Wait for ``count`` more scheduling cycles (they come at least every resync)."""
+        target = self.placing.cycles + count
+
+        async def done() -> bool:
+            return self.placing.cycles >= target
+
+        await eventually(done, f"{count} more scheduling cycles")
 
     async def events(self, involved: str, reason: str) -> list[dict[str, Any]]:
         listed = await self.client.list(EVENTS, namespace=self.namespace)
@@ -235,7 +247,7 @@ async def plane(kubeconfig: str, namespace: str, node: Node, markers: Path) -> A
             ),
         )
         stop = asyncio.Event()
-        p = Plane(client, namespace, secrets.token_hex(3), markers, kubeconfig)
+        p = Plane(client, namespace, secrets.token_hex(3), markers, kubeconfig, placing)
         async with _aio.TaskGroup() as group:
             operator_task = group.create_task(mgr.run(), name="operator")
             group.create_task(placing.run(stop), name="scheduler")
@@ -424,6 +436,29 @@ def test_a_high_priority_trainjob_evicts_a_low_priority_pytorchjob_which_restart
         assert {n: again[n]["metadata"]["uid"] for n in names if n in again} != {
             n: first[n]["metadata"]["uid"] for n in names
         }, "the low job ran again in new pods"
+
+    scenario(kubeconfig, namespace, queue_node, tmp_path, body)
+
+
+def test_a_job_kueue_holds_suspended_stays_suspended(
+    kubeconfig: str, namespace: str, queue_node: Node, tmp_path: Path
+) -> None:
+    async def body(p: Plane) -> None:
+        doc = pytorchjob(p, "held", "never")
+        doc["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team"}
+        doc["spec"]["runPolicy"] = {"suspend": True}
+        await p.client.create(PYTORCHJOBS, doc, namespace=p.namespace)
+        await p.condition(PYTORCHJOBS, "held", "Suspended")
+        await p.cycles()
+        assert not await p.pods("held-"), "nothing runs a job its queue keeps suspended"
+        assert (await p.job(PYTORCHJOBS, "held"))["spec"]["runPolicy"]["suspend"] is True
+        shown = await p.kubetrain("get", "pytorchjob/held")
+        assert "Queue:     team (Kueue)" in shown
+        assert (
+            "Waiting:   suspended, for Kueue to admit it from LocalQueue team; no Kueue serves "
+            "this cluster, so it stays suspended until resumed (kubetrain resume "
+            "pytorchjob/held)"
+        ) in shown
 
     scenario(kubeconfig, namespace, queue_node, tmp_path, body)
 
