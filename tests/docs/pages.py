@@ -26,6 +26,7 @@ GUIDE: Final = (
     "docs/initializers.md",
     "docs/trl.md",
     "docs/kubectl.md",
+    "docs/scheduling.md",
     "docs/sdk.md",
     "docs/cluster.md",
     "docs/migrating.md",
