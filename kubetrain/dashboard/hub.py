@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
@@ -266,19 +266,27 @@ class Hub:
         """Watch every kind and read usage, until cancelled."""
         async with _aio.TaskGroup() as group:
             for source in self.sources:
-                group.create_task(self._guarded(source), name=f"dashboard: watch {source.name}")
-            group.create_task(self._read_usage(), name="dashboard: metrics")
+                group.create_task(
+                    self._guarded(source.name, self._watch(source)),
+                    name=f"dashboard: watch {source.name}",
+                )
+            group.create_task(
+                self._guarded("metrics", self._read_usage()), name="dashboard: metrics"
+            )
 
-    async def _guarded(self, source: Source) -> None:
+    async def _guarded(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work``; should it fail, say so in a note and go on without it: a kind that
+        cannot be shown must not stop the others."""
         try:
-            await self._watch(source)
+            await work
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a kind that cannot be shown must not stop the others
-            log.exception("dashboard: the watch of %s failed", source.name)
-            self._note(source.name, f"{source.resource.group_resource}: {exc}")
+        except Exception as exc:
+            log.exception("dashboard: %s failed", name)
+            self._note(name, f"{name} cannot be shown: {exc}")
         finally:
-            self._synced[source.name].set()
+            if name in self._synced:
+                self._synced[name].set()
 
     async def _watch(self, source: Source) -> None:
         namespace = None if source.cluster_scoped else self.namespace

@@ -105,6 +105,9 @@ class Recorder:
                 except kube.ApiError as exc:
                     log.warning("dashboard: training curves of %s: %s", key, exc)
                     self._keep_unsaved(key, points, f"not saved in the cluster: {exc.message}")
+                except Exception as exc:  # one job's history must not stop the others'
+                    log.exception("dashboard: training curves of %s", key)
+                    self._keep_unsaved(key, points, f"not saved in the cluster: {exc}")
 
     def _keep_unsaved(self, key: JobKey, points: list[curves.Point], why: str) -> None:
         self._unsaved[key] = curves.merged(self._unsaved.get(key, []), points)
