@@ -25,6 +25,7 @@ GUIDE: Final = (
     "docs/dashboard.md",
     "docs/initializers.md",
     "docs/trl.md",
+    "docs/llm.md",
     "docs/kubectl.md",
     "docs/scheduling.md",
     "docs/sdk.md",
