@@ -51,8 +51,10 @@ def gloo_without_nccl(backend: Any) -> Any:
 
 
 def peak_memory_gib() -> float:
-    """This process' peak resident memory in GiB (``ru_maxrss`` is in KiB on Linux)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
+    """This process' peak resident memory in GiB (``ru_maxrss`` is in KiB on Linux, in bytes
+    on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (peak if sys.platform == "darwin" else peak * 1024) / GIB
 
 
 def patch() -> None:
