@@ -147,6 +147,7 @@ def unit_of(job: Job) -> queue.Unit:
         usage=[{} for _ in pods],
         group=gangs.GroupRef(gangs.VOLCANO, NAMESPACE, job.name),
         queue=job.team.name,
+        waiting_since=job.submit,
     )
 
 
@@ -258,6 +259,7 @@ def simulate(jobs: Sequence[Job], *, with_queues: bool, half_life: float = HALF_
                     )
                     run.evictions.append((job_id, kind, (now - start) * by_id[job_id].cpus))
                     waiting[job_id] = unit_of(by_id[job_id])
+                    waiting[job_id].waiting_since = now  # its pods are created again
     run.end = last
     return run
 

@@ -53,7 +53,10 @@ With queues (``fair``, :mod:`~kubetrain.local.scheduler.queues`), the walk takes
 turns instead of one global order, and a unit its queue does not admit (missing, closed, over
 its capability) waits and holds up no one, as one over its namespace quota does. A unit that
 starts or reserves is charged to its queue, for the turns and the capability of the units
-after it.
+after it. A unit of a queue that stands at or over its fair share may pass a reservation of
+another queue that is owed its share only where it would not be in its way at all: rule (b)
+holds for it however long the reserved unit has waited, so the room an owed queue waits for
+goes to it, and not, a little at a time, to the queues ahead of their shares.
 
 Placement is first fit over nodes in name order, a gang's pods in name order; a gang's
 ``minResources``, if set, must also fit what the nodes have free in total.
@@ -265,6 +268,7 @@ def _overlong(
     reservations: Sequence[Reservation],
     *,
     over_share: bool = False,
+    fair: queues.Fair | None = None,
 ) -> Reservation | None:
     """The first reservation ``unit``, placed as ``placed`` from now, could hold up for
     longer than its unit has waited so far, were the pods it waits for to end early: rule
@@ -274,12 +278,16 @@ def _overlong(
     for r in reservations:
         if r.start == FOREVER:
             continue
-        owed = over_share and r.owed and r.unit.queue != unit.queue
+        owed = over_share and r.owed and not _same_queue(fair, r.unit, unit)
         if runtime <= now - r.unit.created and not owed:
             continue
         if not _fits_as_placed(placed, line.at(r.start)):
             return r
     return None
+
+
+def _same_queue(fair: queues.Fair | None, a: queue.Unit, b: queue.Unit) -> bool:
+    return fair is None or fair.name_of(a.queue) == fair.name_of(b.queue)
 
 
 def _delayed(unit_end: float, reservations: Sequence[Reservation]) -> Reservation:
@@ -387,7 +395,7 @@ def plan(
             else:
                 over_share = fair is not None and not owed
                 delayed = _overlong(
-                    unit, tried.placed, line, now, reservations, over_share=over_share
+                    unit, tried.placed, line, now, reservations, over_share=over_share, fair=fair
                 )
             if delayed is not None:
                 message = messages.backfill_denied(unit.label, delayed.unit.label)
@@ -395,7 +403,7 @@ def plan(
                     fair is not None
                     and not owed
                     and delayed.owed
-                    and delayed.unit.queue != unit.queue
+                    and not _same_queue(fair, delayed.unit, unit)
                 ):
                     share = f"{float(fair.standing(unit.queue)):.0%}"
                     message = messages.behind_queue(

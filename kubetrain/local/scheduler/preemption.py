@@ -14,10 +14,14 @@ Never``.
 - *priority*: a unit of the same queue with a lower priority (kube-scheduler's
   DefaultPreemption, within a queue). Where queues are not modelled everything is one queue;
 - *reclaim*: a unit of another queue, whatever its priority, when that queue is
-  ``reclaimable``, holds more than its deserved share, and the preemptor's queue holds less
-  than its own, both now and on average lately, by more than a tenth (their standing,
-  :mod:`~kubetrain.local.scheduler.queues`: where the turns already even out two queues
-  that take turns at the node, evicting would only waste work); and only if, once the
+  ``reclaimable`` and holds more than its deserved share, and the preemptor's queue holds
+  less than its own; only a gang that was running before the preemptor began to wait
+  (one started since got its room through the turns); only where, on average lately, the
+  victim's queue has had more of its share than the preemptor's by more than a tenth of it
+  (their standing, :mod:`~kubetrain.local.scheduler.queues`: two queues that have had alike
+  lately are evened out by their turns, and evicting between them would only waste work,
+  back and forth; so a queue that borrowed the node gives it back once it has held it for a
+  while, about a fourteenth of the half-life when it held all of it); and only if, once the
   victim is gone and the preemptor runs, the two queues are nearer their shares than
   before: the larger of their two distances from their shares (``|held / deserved - 1|``)
   shrinks. Taking it back would make it grow again, so reclaim
@@ -61,7 +65,7 @@ from kubetrain.local.scheduler import (
 
 PRIORITY = "priority"
 RECLAIM = "reclaim"
-RECLAIM_MARGIN = Fraction(1, 10)  # how far from their shares, lately, two queues must be
+RECLAIM_MARGIN = Fraction(1, 10)  # how far apart, lately, two queues' standings must be
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -207,9 +211,11 @@ def _candidate(unit: queue.Unit, victim: Victim, walk: _Walk, capability_only: b
         return None
     if fair.share(victim.queue) <= 1 or fair.share(unit.queue) >= 1:
         return None
-    lately = fair.standing(victim.queue, charged=False), fair.standing(unit.queue, charged=False)
-    if lately[0] <= 1 + RECLAIM_MARGIN or lately[1] >= 1 - RECLAIM_MARGIN:
-        return None  # over time the two have had their shares: turns will even them out
+    if victim.started > unit.waiting_since:  # (API times are whole seconds: same = before)
+        return None  # it got its room through the turns while this one waited
+    lately = fair.standing(unit.queue, charged=False)
+    if fair.standing(victim.queue, charged=False) - lately <= RECLAIM_MARGIN:
+        return None  # lately the two have had alike: the turns even them out, no eviction
     return RECLAIM
 
 

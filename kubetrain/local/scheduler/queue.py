@@ -69,6 +69,7 @@ class Unit:
     queue: str = queues.DEFAULT  # the Volcano queue it is in
     preempts: bool = True  # may evict lower-priority work to start (preemptionPolicy)
     admitted: bool = False  # a gang with members holding a node already
+    waiting_since: float = 0.0  # when its oldest pending pod was created
 
     @property
     def gang(self) -> bool:
@@ -119,6 +120,7 @@ def single(pod: Mapping[str, Any], now: float) -> Unit:
         runtime=estimates.expected_runtime(pod),
         usage=[quotas.usage(pod)],
         preempts=_preempts(pod),
+        waiting_since=_created(pod, now),
     )
 
 
@@ -154,6 +156,7 @@ def gang(
         group=ref,
         preempts=all(_preempts(p) for p in ordered),
         admitted=state.holding > 0,
+        waiting_since=min((_created(p, now) for p in ordered), default=now),
     )
     if not state.served:
         unit.blocked = messages.group_kind_not_served(str(ref), ref.api_version)

@@ -165,6 +165,15 @@ class Plane:
 
         await eventually(done, f"{count} more scheduling cycles")
 
+    async def told(self, involved: str, reason: str) -> list[dict[str, Any]]:
+        """The events of ``reason`` about ``involved``, once there are any (the scheduler
+        posts them after the writes they tell of)."""
+
+        async def check() -> list[dict[str, Any]]:
+            return await self.events(involved, reason)
+
+        return await eventually(check, f"a {reason} event about {involved}")
+
     async def events(self, involved: str, reason: str) -> list[dict[str, Any]]:
         listed = await self.client.list(EVENTS, namespace=self.namespace)
         return [
@@ -303,7 +312,7 @@ def test_a_queue_at_its_capability_holds_a_job_pending_until_it_has_room(
             "cpu=1, and this asks for cpu=1; waiting."
         )
         assert not await p.pods("second-"), "Volcano's operator creates no pods before Inqueue"
-        told = await p.events("second", "Unschedulable")
+        told = await p.told("second", "Unschedulable")
         assert told[-1]["message"] == condition["message"]
 
         async def counted() -> dict[str, Any] | None:
@@ -422,9 +431,9 @@ def test_a_high_priority_trainjob_evicts_a_low_priority_pytorchjob_which_restart
 
         await eventually(evicted, "every pod of the low gang is gone", timeout=WAIT)
         for name in names:
-            (event,) = await p.events(name, "Preempted")
+            (event,) = await p.told(name, "Preempted")
             assert event["message"].startswith("Preempted by pod ")
-        (lost,) = await p.events("low", "Preempted")
+        (lost,) = await p.told("low", "Preempted")
         assert lost["message"] == (
             f"pod group {p.namespace}/low: evicted, every pod of it, to make room for pod "
             f"group {p.namespace}/urgent: priority 1000 over 0 in queue default."

@@ -103,6 +103,16 @@ async def queue_status(c: Cluster, name: str, **expected: Any) -> dict[str, Any]
     return await eventually(check, f"Queue {name} shows {expected}")
 
 
+async def told(c: Cluster, involved: str, reason: str) -> list[dict[str, Any]]:
+    """The events of ``reason`` about ``involved``, once there are any (the scheduler posts
+    them after the writes they tell of)."""
+
+    async def check() -> list[dict[str, Any]]:
+        return await c.events(involved, reason)
+
+    return await eventually(check, f"a {reason} event about {involved}")
+
+
 async def run_pods(c: Cluster, *names: str) -> None:
     for name in names:
         await c.finish(name, "Running")
@@ -204,11 +214,11 @@ def test_a_higher_priority_gang_evicts_a_lower_one_whole(kubeconfig: str) -> Non
                 )
             node = victims[0]["spec"]["nodeName"]
             for name in low:
-                (event,) = await c.events(name, "Preempted")
+                (event,) = await told(c, name, "Preempted")
                 assert event["message"] == (
                     f"Preempted by pod {preemptor['metadata']['uid']} on node {node}"
                 )
-            (lost,) = await c.events("low", "Preempted")
+            (lost,) = await told(c, "low", "Preempted")
             assert lost["type"] == "Warning"
             assert lost["message"] == (
                 f"pod group {c.namespace}/low: evicted, every pod of it, to make room for pod "
@@ -219,7 +229,7 @@ def test_a_higher_priority_gang_evicts_a_lower_one_whole(kubeconfig: str) -> Non
             for name in low:  # the node, once their processes have stopped
                 await c.client.delete(PODS, name, namespace=c.namespace, grace_period_seconds=0)
             await c.bound(*high)
-            (gained,) = await c.events("high", "Preempting")
+            (gained,) = await told(c, "high", "Preempting")
             assert f"evicting pod group {c.namespace}/low" in gained["message"]
 
     scenario(kubeconfig, body)
@@ -247,5 +257,59 @@ def test_a_gang_that_may_not_preempt_waits_instead(kubeconfig: str) -> None:
             assert not (await c.get(low[0]))["metadata"].get("deletionTimestamp")
             listed = await c.client.list(EVENTS, namespace=c.namespace)
             assert not [e for e in listed["items"] if e["reason"] == "Preempted"]
+
+    scenario(kubeconfig, body)
+
+
+def test_a_queue_below_its_share_reclaims_from_a_reclaimable_lender_only(
+    kubeconfig: str,
+) -> None:
+    async def body(c: Cluster) -> None:
+        await served(c)
+        await c.node("reclaim", cpu="4")
+        async with (
+            queue(c, "lender") as lender,
+            queue(c, "keeper", reclaimable=False) as keeper,
+            queue(c, "owner") as owner,
+            scheduling(c, usage_half_life=1.0),  # what was held a second ago is "lately"
+        ):
+            lent, kept = [], []
+            for i in range(2):
+                lent += await gang(c, f"lent{i}", 1, queue_name=lender)
+                kept += await gang(c, f"kept{i}", 1, queue_name=keeper)
+            await c.bound(*lent, *kept)
+            await run_pods(c, *lent, *kept)
+
+            async def held_lately() -> bool:
+                for name in (lender, keeper):
+                    status = (await c.client.get(QUEUES, name)).get("status") or {}
+                    if status.get("allocated", {}).get("cpu") != "2":
+                        return False
+                return True
+
+            await eventually(held_lately, "both queues hold their 2 CPUs")
+            # owner asks for 1 CPU: it deserves 1, lender and keeper 1.5 each, and each holds
+            # 2. Lender lent what owner is owed and gives it back; keeper keeps what it has.
+            mine = await gang(c, "mine", 1, queue_name=owner)
+
+            async def taken() -> list[str]:
+                pods = [await c.get(name) for name in (*lent, *kept)]
+                return [
+                    p["metadata"]["name"] for p in pods if p["metadata"].get("deletionTimestamp")
+                ]
+
+            (victim,) = await eventually(taken, "one of the lender's gangs is evicted")
+            assert victim in lent
+            group = victim.rsplit("-", 1)[0]
+            (lost,) = await told(c, group, "Preempted")
+            assert (
+                f"queue {owner} (at 0% of its fair share) reclaims from queue {lender}"
+                in (lost["message"])
+            )
+            await c.client.delete(PODS, victim, namespace=c.namespace, grace_period_seconds=0)
+            await c.bound(*mine)
+            for name in kept:
+                pod = await c.get(name)
+                assert not pod["metadata"].get("deletionTimestamp"), "keeper is not reclaimable"
 
     scenario(kubeconfig, body)

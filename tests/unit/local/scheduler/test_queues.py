@@ -16,6 +16,7 @@ from tests.unit.local.scheduler.cycles import cycle, members, vgroup
 F = Fraction
 EARLY = "2027-01-15T07:59:00Z"
 LATE = "2027-01-15T07:59:30Z"
+LONG_AGO = "2027-01-15T07:00:00Z"
 
 
 def cpu(value: float | int | str) -> dict[str, Fraction]:
@@ -372,3 +373,26 @@ def test_status_records_what_the_queue_held_lately_as_of_now() -> None:
         "consumedResources": {"cpu": "7500m"},
         "lastUpdate": "2027-01-15T08:00:00Z",
     }
+
+
+def test_a_queue_over_its_share_may_not_take_the_room_an_owed_queue_waits_for() -> None:
+    # 4 CPUs. rich runs 2 until T0+10 and has 2 more to start, for 5 s: they fit now and end
+    # before owed's gang of 4, reserved from T0+10, which has waited long enough that a
+    # backfill of 5 s would be let in. But rich holds its share, and owed is owed its own.
+    qs = [queues.Queue("rich"), queues.Queue("owed")]
+    groups = [
+        vgroup("big", 1, queue_name="owed", created=LONG_AGO),
+        vgroup("run", 1, queue_name="rich"),
+        vgroup("more", 1, queue_name="rich"),
+    ]
+    pending = [*members("big", 1, "4", created=LONG_AGO), *members("more", 1, "2", runtime=5)]
+    bound = members("run", 1, "2", running=True, runtime=70)  # started a minute ago: 10 s left
+    with_queues = cycle(pending, bound=bound, groups=groups, queue_objs=qs)
+    more = with_queues.plan.outcome("pod group ns/more")
+    assert more is not None
+    assert not more.placed
+    assert more.message == (
+        "pod group ns/more waits behind pod group ns/big: queue rich is at 100% of its fair share."
+    )
+    without = cycle(pending, bound=bound, groups=groups)
+    assert [o.unit.name for o in without.plan.outcomes if o.placed] == ["more"]
