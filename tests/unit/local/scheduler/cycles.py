@@ -64,9 +64,11 @@ def cycle(
     priority_classes: Mapping[str, int] | None = None,
     never: Iterable[str] = (),
     nodes: Sequence[dict[str, Any]] = (),
+    history: Mapping[str, amounts.Amounts] | None = None,
 ) -> Cycle:
     """One cycle's plan and evictions; ``queue_objs`` None: queues not modelled. A bound pod
-    with a ``deletionTimestamp`` is being deleted."""
+    with a ``deletionTimestamp`` is being deleted. ``history``: what queues held lately (by
+    default, what they hold now)."""
     nodes = list(nodes) or [node(cpu="4")]
     classes = dict(priority_classes or {})
     group_objs = {gangs.ref_of(g["apiVersion"], g): g for g in groups}
@@ -92,7 +94,7 @@ def cycle(
     node_infos = [fit.NodeInfo.of(n, holding[n["metadata"]["name"]]) for n in nodes]
     total = amounts.total(n.allocatable for n in node_infos)
     fair = queues.Fair.build(
-        queue_objs or [], total, allocated, waiting, served=queue_objs is not None
+        queue_objs or [], total, allocated, waiting, served=queue_objs is not None, history=history
     )
     plan = policy.plan(units, node_infos, running, T0, fair=fair.copy())
     deleting = [p for p in bound if p["metadata"].get("deletionTimestamp")]

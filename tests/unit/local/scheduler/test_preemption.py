@@ -274,3 +274,29 @@ def test_a_lender_may_end_a_little_below_its_share_when_the_owner_gets_just_its_
         members("mine", 1, "2"), bound=bound, groups=groups, queue_objs=qs, nodes=[node(cpu="20")]
     )
     assert [len(v) for v in found.evicted()] == [1]
+
+
+def test_a_gang_started_after_the_owner_began_to_wait_got_its_room_fairly_and_stays() -> None:
+    # As in the reclaim case above, but the lender's gangs started after "mine" was
+    # submitted: the turns gave them the room while it waited, so it is not taken back.
+    qs = [queues.Queue("owner"), queues.Queue("lender")]
+    bound, groups = [], [vgroup("mine", 1, queue_name="owner")]
+    for i in range(2):
+        bound += members(f"lent{i}", 1, "2", running=True, started="2027-01-15T08:00:00Z")
+        groups.append(vgroup(f"lent{i}", 1, queue_name="lender"))
+    waiting = members("mine", 1, "2", created="2027-01-15T07:59:50Z")
+    assert cycle(waiting, bound=bound, groups=groups, queue_objs=qs).evicted() == []
+
+
+def test_two_queues_that_had_alike_lately_are_left_to_their_turns() -> None:
+    # lender holds 4 of its 2 now, but lately both queues held about their shares.
+    qs = [queues.Queue("owner"), queues.Queue("lender")]
+    bound, groups = [], [vgroup("mine", 1, queue_name="owner")]
+    for i in range(2):
+        bound += members(f"lent{i}", 1, "2", running=True)
+        groups.append(vgroup(f"lent{i}", 1, queue_name="lender"))
+    lately = {"owner": {"cpu": Fraction(2)}, "lender": {"cpu": Fraction(2)}}
+    found = cycle(
+        members("mine", 1, "2"), bound=bound, groups=groups, queue_objs=qs, history=lately
+    )
+    assert found.evicted() == []
