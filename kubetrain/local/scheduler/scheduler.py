@@ -193,7 +193,6 @@ class Scheduler:
         self._infos: dict[str, tuple[str, fit.PodInfo, amounts.Amounts]] = {}  # by pod uid
         self._evicting: dict[str, float] = {}  # pod uid → until when it counts as deleted
         self._queue_written: dict[str, tuple[str, dict[str, Any]]] = {}
-        self.evictions: list[preemption.Eviction] = []  # every eviction decided (tests)
         self._writes = asyncio.Semaphore(self.settings.write_concurrency)
         self._next_deadline: float | None = None
 
@@ -248,9 +247,8 @@ class Scheduler:
                 subresources = found.subresources.get(resource, frozenset())
                 self.group_status_subresource[api_version] = "status" in subresources
                 self.groups[api_version] = _Store(_key)
-        if self.queues is None and found.find("scheduling.volcano.sh", "queues", "v1beta1"):
-            queue_resource = found.find("scheduling.volcano.sh", "queues", "v1beta1")
-            assert queue_resource is not None
+        queue_resource = found.find(QUEUES.group, QUEUES.plural, QUEUES.version)
+        if self.queues is None and queue_resource is not None:
             subresources = found.subresources.get(queue_resource, frozenset())
             self.queue_status_subresource = "status" in subresources
             self.queues = _Store(lambda q: str(_meta(q).get("name") or ""))
@@ -714,7 +712,6 @@ class Scheduler:
     ) -> None:
         """Evict every victim decided, as kube-scheduler does, and tell both sides."""
         for eviction in decision.evictions:
-            self.evictions.append(eviction)
             preemptor = eviction.preemptor
             first = next((pending[p.uid] for p in preemptor.pods if p.uid in pending), None)
             names = ", ".join(v.label for v in eviction.victims)
