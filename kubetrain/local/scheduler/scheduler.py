@@ -621,6 +621,10 @@ class Scheduler:
         priority_values: Mapping[str, int],
         now: float,
     ) -> preemption.Decision:
+        if not any(
+            not o.placed and o.why in (policy.RESOURCES, policy.QUEUE) for o in plan.outcomes
+        ):
+            return preemption.Decision()  # nothing waits for room: no one to evict for
         deleting = [(p, n) for p, n in holders if self._deleting(p, now)]
         candidates = [(p, n) for p, n in holders if not self._deleting(p, now)]
         groups = {
