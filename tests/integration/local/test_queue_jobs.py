@@ -329,6 +329,9 @@ def test_a_queue_at_its_capability_holds_a_job_pending_until_it_has_room(
                   if line.startswith(team)]  # fmt: skip
         assert row[:4] == [team, "Open", "1", "cpu=1"], "name, state, weight, capability"
         assert row[-2:] == ["1", "1"], "one job running, one waiting"
+        jobs = [line.split() for line in (await p.kubetrain("top", "job")).splitlines()]
+        assert jobs[0][:4] == ["KIND", "NAME", "STATE", "QUEUE"]
+        assert {tuple(r[1:4:2]) for r in jobs[1:]} == {("first", team), ("second", team)}
 
         await p.release("first-done")
         await p.release("second-done")
