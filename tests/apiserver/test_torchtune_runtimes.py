@@ -36,6 +36,9 @@ def test_a_torchtune_runtime_applies_server_side_and_reads_back_as_written(
     path = RUNTIMES / file
     written = yaml.safe_load(path.read_text(encoding="utf-8"))
     name = written["metadata"]["name"]
+    # installed afresh: another test may have installed it with a client-side apply, whose
+    # managed fields a server-side apply by another manager merges with differently
+    kubectl("delete", "clustertrainingruntime", name, "--ignore-not-found")
     kubectl("apply", "--server-side", f"--field-manager={MANAGER}", "-f", str(path))
     stored = json.loads(kubectl("get", "clustertrainingruntime", name, "-o", "json").stdout)
     assert stored["metadata"]["labels"] == written["metadata"]["labels"]
