@@ -73,6 +73,9 @@ REVIEWED: Final = {
     ("bench/launch.py", "*", "subprocess.run"): "the benchmark's own commands",
     ("bench/_processes.py", "*", "subprocess.Popen"): "the benchmarks' own commands",
     ("bench/_realcluster.py", "*", "subprocess.run"): "kube-apiserver --version, its own path",
+    ("bench/operator.py", "*", "asyncio.create_subprocess_exec"): (
+        "kubectl get --raw /metrics with the kubeconfig of the server it started"
+    ),
     ("kubetrain/envtest.py", "ControlPlane._spawn", "subprocess.Popen"): (
         "the binaries KUBEBUILDER_ASSETS names, with flags of the control plane's own: ports it "
         "picked, files it wrote, flags its caller (a test or benchmark) passes"
