@@ -30,15 +30,19 @@ OPERATOR = "pytorchjob-controller"
 
 
 def pytorchjob(name: str, workers: int = 1) -> dict[str, Any]:
+    """A job whose status and pods the test writes itself: it names another controller, so an
+    operator running against the same server (the end-to-end tests' on the shared real one)
+    leaves it alone."""
     container = {"name": "pytorch", "image": "example/train:1", "command": ["python", "t.py"]}
     return {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": name, "annotations": {"note": "<script>alert(1)</script>"}},
         "spec": {
+            "runPolicy": {"managedBy": "kueue.x-k8s.io/multikueue"},
             "pytorchReplicaSpecs": {
                 "Worker": {"replicas": workers, "template": {"spec": {"containers": [container]}}}
-            }
+            },
         },
     }
 
