@@ -12,14 +12,12 @@ model and of an alpaca-shaped dataset would hold.
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import random
 from pathlib import Path
 from typing import Any
 
 SEED = 0
-COLOURS = ("red", "green", "blue", "yellow", "purple", "orange", "black", "white")
-THINGS = ("apple", "river", "house", "cloud", "stone", "tree", "bird", "train")
 SPECIAL = ("<|begin_of_text|>", "<|end_of_text|>", "<|pad|>")
 SHAPE = {
     "hidden_size": 64,
@@ -32,20 +30,19 @@ SHAPE = {
 
 
 def records(count: int = 64) -> list[dict[str, str]]:
-    rng = random.Random(SEED)
-    out = []
-    for i in range(count):
-        if i % 2 == 0:
-            colour, thing = rng.choice(COLOURS), rng.choice(THINGS)
-            question, answer = (
-                f"Name the colour of a {colour} {thing}.",
-                f"The {thing} is {colour}.",
-            )
-        else:
-            a, b = rng.randint(1, 9), rng.randint(1, 9)
-            question, answer = f"Add {a} and {b}.", f"{a} plus {b} is {a + b}."
-        out.append({"instruction": question, "input": "", "output": answer})
-    return out
+    """The example's instruct records (examples/llm/tiny_llama.py), fewer of them."""
+    return _example().records(count)
+
+
+def _example() -> Any:
+    """examples/llm/tiny_llama.py as a module: one home for the tiny dataset."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "llm" / "tiny_llama.py"
+    spec = importlib.util.spec_from_file_location("tiny_llama_example", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def write(root: Path) -> tuple[Path, Path]:
