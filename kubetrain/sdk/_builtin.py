@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import urlparse
 
-from kubetrain.sdk import _trl, _types
+from kubetrain.sdk import _fields, _runtimes, _trl, _types
 from kubetrain.sdk._errors import InvalidTrainer
 
 TORCHTUNE: Final = "torchtune"  # the runtimes' trainer.kubeflow.org/framework label
@@ -141,11 +141,6 @@ class BuiltinTrainer:
     config: TorchTuneConfig | _trl.TRLConfig
 
 
-def framework_of(runtime: Mapping[str, Any]) -> str:
-    labels = (runtime.get("metadata") or {}).get("labels") or {}
-    return str(labels.get("trainer.kubeflow.org/framework") or "")
-
-
 def _enum(value: Any, kind: type[enum.Enum], where: str) -> str:
     """The value of ``kind`` that ``value`` is or names (the Kubeflow SDK's enums too)."""
     text = getattr(value, "value", value)
@@ -245,8 +240,6 @@ def trainer_spec(
     initializer: _types.Initializer | None = None,
 ) -> dict[str, Any]:
     """``spec.trainer`` for a builtin trainer under ``runtime`` (the runtime object)."""
-    from kubetrain.sdk import _trainjobs  # it imports this module
-
     config = trainer.config
     if isinstance(config, _trl.TRLConfig):
         return _trl.trainer_spec(config, runtime)
@@ -254,7 +247,7 @@ def trainer_spec(
         raise InvalidTrainer(
             f"BuiltinTrainer.config: {config!r}; accepted: a TorchTuneConfig or a TRLConfig"
         )
-    framework = framework_of(runtime)
+    framework = _runtimes.framework_of(runtime)
     if framework != TORCHTUNE:
         name = (runtime.get("metadata") or {}).get("name")
         raise InvalidTrainer(
@@ -267,8 +260,8 @@ def trainer_spec(
     if config.num_nodes:
         block["numNodes"] = _count(config.num_nodes, "TorchTuneConfig.num_nodes")
     if config.num_proc_per_node is not None:
-        block["numProcPerNode"] = _trainjobs._procs(config.num_proc_per_node, "TorchTuneConfig")
+        block["numProcPerNode"] = _fields.procs(config.num_proc_per_node, "TorchTuneConfig")
     if config.resources_per_node:
         resources = config.resources_per_node
-        block["resourcesPerNode"] = _trainjobs.resources(resources, "TorchTuneConfig")
+        block["resourcesPerNode"] = _fields.resources(resources, "TorchTuneConfig")
     return block

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any, Final
 
 from kubetrain import api
-from kubetrain.sdk import _trainjobs, _types
+from kubetrain.sdk import _runtimes, _types
 
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB: Final = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -86,10 +86,8 @@ def is_true(obj: Mapping[str, Any], type_: str) -> bool:
 
 def runtime_of(obj: Mapping[str, Any]) -> _types.Runtime:
     labels = dig(obj, "metadata", "labels") or {}
-    framework = str(
-        labels.get(_trainjobs.FRAMEWORK_LABEL) or _trainjobs.policy_of(obj) or "plainml"
-    )
-    container = _trainjobs.trainer_container(obj) or {}
+    framework = str(labels.get(_runtimes.FRAMEWORK_LABEL) or _runtimes.policy_of(obj) or "plainml")
+    container = _runtimes.trainer_container(obj) or {}
     device, count = device_of(container)
     num_nodes = dig(obj, "spec", "mlPolicy", "numNodes")
     kind = (

@@ -26,53 +26,24 @@ from __future__ import annotations
 import random
 import shlex
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from kubetrain.sdk import _builtin, _functions, _types
+from kubetrain.sdk import _builtin, _fields, _functions, _types
 from kubetrain.sdk._errors import InvalidTrainer
+from kubetrain.sdk._runtimes import dig, policy_of
 
 API_VERSION: Final = "trainer.kubeflow.org/v1alpha1"
 GROUP: Final = "trainer.kubeflow.org"
 DEFAULT_RUNTIME: Final = "torch-distributed"
-FRAMEWORK_LABEL: Final = "trainer.kubeflow.org/framework"
-ANCESTOR_LABEL: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
-TRAINER_ANCESTOR: Final = "trainer"
 PYTHON: Final = ("python3", "-u", "-c")
 TORCHRUN: Final = ("torchrun", "--no-python")
-POLICIES: Final = ("torch", "mpi", "jax", "xgboost", "flux")
-RESOURCE_ALIASES: Final = {"gpu": "nvidia.com/gpu", "storage": "ephemeral-storage"}
 
 
 def generate_name(rng: random.Random | None = None) -> str:
     """``g4a7de9fbdd4``: a letter first, so the name is a valid DNS label."""
     rng = rng or random.Random()
     return rng.choice("abcdefghijklmnopqrstuvwxyz") + uuid.UUID(int=rng.getrandbits(128)).hex[:11]
-
-
-def policy_of(runtime: Mapping[str, Any]) -> str | None:
-    """The runtime's ML policy (``torch``, ``mpi``, ...), None for a plain one."""
-    policy = _dig(runtime, "spec", "mlPolicy")
-    if not isinstance(policy, Mapping):
-        return None
-    return next((p for p in POLICIES if policy.get(p) is not None), None)
-
-
-def trainer_container(runtime: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ``node`` container of the runtime's trainer step (the MPI launcher, the node job)."""
-    rjobs = _dig(runtime, "spec", "template", "spec", "replicatedJobs") or []
-    chosen = [
-        j
-        for j in rjobs
-        if isinstance(j, Mapping)
-        and _dig(j, "template", "metadata", "labels", ANCESTOR_LABEL) == TRAINER_ANCESTOR
-    ] or [j for j in rjobs if isinstance(j, Mapping) and j.get("name") == "node"]
-    for rjob in chosen:
-        containers = _dig(rjob, "template", "spec", "template", "spec", "containers") or []
-        for container in containers:
-            if isinstance(container, Mapping) and container.get("name") == "node":
-                return container
-    return None
 
 
 def build(
@@ -87,7 +58,7 @@ def build(
     """The TrainJob to create for ``runtime`` (the runtime object as the server returned it)."""
     kind = str(runtime.get("kind") or _types.RuntimeKind.CLUSTER_TRAINING_RUNTIME.value)
     spec: dict[str, Any] = {
-        "runtimeRef": {"name": _dig(runtime, "metadata", "name"), "apiGroup": GROUP, "kind": kind}
+        "runtimeRef": {"name": dig(runtime, "metadata", "name"), "apiGroup": GROUP, "kind": kind}
     }
     if isinstance(trainer, _builtin.BuiltinTrainer):  # the initializer gives it the data's path
         spec["trainer"] = _builtin.trainer_spec(trainer, runtime, initializer)
@@ -140,16 +111,12 @@ def check_options(options: Any) -> list[_types.Option]:
 
 def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[str, Any]:
     """``spec.trainer`` for ``trainer`` under ``runtime``."""
-    from kubetrain.sdk import _trl  # a builtin trainer whose config is a TRLConfig
-
-    if isinstance(getattr(trainer, "config", None), _trl.TRLConfig):
-        return _trl.trainer_spec(trainer.config, runtime)  # type: ignore[union-attr]
     where = type(trainer).__name__
     policy = policy_of(runtime)
     block: dict[str, Any] = {}
-    env = _env(trainer.env, where)
+    env = _fields.env(trainer.env, where)
     if trainer.pip_index_urls is not None:  # checked even when there is nothing to install
-        _strings(trainer.pip_index_urls, f"{where}.pip_index_urls")
+        _fields.strings(trainer.pip_index_urls, f"{where}.pip_index_urls")
     if isinstance(trainer, _types.CustomTrainer):
         prepared = _functions.prepare(trainer.func, trainer.func_args, where=where)
         run = [*PYTHON, prepared.script]
@@ -166,10 +133,10 @@ def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[st
         if not any(e["name"] == "PYTHONUNBUFFERED" for e in env):
             env.append({"name": "PYTHONUNBUFFERED", "value": "1"})
     elif isinstance(trainer, _types.CommandTrainer):
-        command = _strings(trainer.command, f"{where}.command")
+        command = _fields.strings(trainer.command, f"{where}.command")
         if not command:
             raise InvalidTrainer(f"{where}.command: empty; accepted: a program and its arguments")
-        args = _strings(trainer.args, f"{where}.args") if trainer.args is not None else None
+        args = _fields.strings(trainer.args, f"{where}.args") if trainer.args is not None else None
         if trainer.packages_to_install:
             block["command"] = _with_packages([*command, *(args or [])], trainer, where)
         else:
@@ -182,7 +149,7 @@ def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[st
             "CommandTrainer"
         )
     if trainer.image is not None:
-        block["image"] = _string(trainer.image, f"{where}.image")
+        block["image"] = _fields.string(trainer.image, f"{where}.image")
     if trainer.num_nodes is not None:
         if (
             not isinstance(trainer.num_nodes, int)
@@ -194,39 +161,12 @@ def trainer_spec(trainer: _types.Trainer, runtime: Mapping[str, Any]) -> dict[st
             )
         block["numNodes"] = trainer.num_nodes
     if trainer.num_proc_per_node is not None:
-        block["numProcPerNode"] = _procs(trainer.num_proc_per_node, where)
+        block["numProcPerNode"] = _fields.procs(trainer.num_proc_per_node, where)
     if trainer.resources_per_node:
-        block["resourcesPerNode"] = resources(trainer.resources_per_node, where)
+        block["resourcesPerNode"] = _fields.resources(trainer.resources_per_node, where)
     if env:
         block["env"] = env
     return block
-
-
-def resources(given: Mapping[str, Any], where: str = "CustomTrainer") -> dict[str, Any]:
-    """``{"requests": R, "limits": R}`` with Kubeflow's short resource names expanded."""
-    if not isinstance(given, Mapping):
-        raise InvalidTrainer(
-            f"{where}.resources_per_node: {given!r}; accepted: a dict such as "
-            '{"cpu": 2, "memory": "4Gi", "gpu": 1}'
-        )
-    amounts: dict[str, str] = {}
-    for key, value in given.items():
-        if (
-            not isinstance(key, str)
-            or isinstance(value, bool)
-            or not isinstance(value, int | str | float)
-        ):
-            raise InvalidTrainer(
-                f"{where}.resources_per_node[{key!r}]: {value!r}; accepted: a quantity "
-                '(2, "500m", "4Gi")'
-            )
-        lowered = key.lower()
-        if lowered in RESOURCE_ALIASES:
-            key = RESOURCE_ALIASES[lowered]
-        elif lowered.startswith("mig-"):
-            key = f"nvidia.com/{lowered}"
-        amounts[key] = str(value)
-    return {"requests": dict(amounts), "limits": dict(amounts)}
 
 
 def initializer_spec(initializer: _types.Initializer) -> dict[str, Any]:
@@ -264,9 +204,9 @@ def _source(source: Any, where: str) -> dict[str, Any]:
         if field_name == "storage_uri" or value is None:
             continue
         if field_name == "ignore_patterns":
-            text = ",".join(_strings(value, f"{where}.ignore_patterns"))
+            text = ",".join(_fields.strings(value, f"{where}.ignore_patterns"))
         else:
-            text = _string(value, f"{where}.{field_name}")
+            text = _fields.string(value, f"{where}.{field_name}")
         env.append({"name": field_name.upper(), "value": text})
     block: dict[str, Any] = {"storageUri": uri}
     if env:
@@ -278,8 +218,8 @@ def _with_packages(command: list[str], trainer: _types.Trainer, where: str) -> l
     packages = trainer.packages_to_install
     if not packages:
         return command
-    listed = _strings(packages, f"{where}.packages_to_install")
-    urls = _strings(trainer.pip_index_urls or [], f"{where}.pip_index_urls")
+    listed = _fields.strings(packages, f"{where}.packages_to_install")
+    urls = _fields.strings(trainer.pip_index_urls or [], f"{where}.pip_index_urls")
     flags = []
     if urls:
         flags += ["--index-url", urls[0]]
@@ -291,49 +231,3 @@ def _with_packages(command: list[str], trainer: _types.Trainer, where: str) -> l
     ]  # fmt: skip
     script = f'set -e\n{shlex.join(pip)}\nexec "$@"\n'
     return ["bash", "-c", script, "kubetrain-install", *command]
-
-
-def _env(given: Mapping[str, str] | None, where: str) -> list[dict[str, Any]]:
-    if given is None:
-        return []
-    if not isinstance(given, Mapping):
-        raise InvalidTrainer(f"{where}.env: {given!r}; accepted: a dict of names to strings")
-    env = []
-    for key, value in given.items():
-        if not isinstance(key, str) or not key:
-            raise InvalidTrainer(f"{where}.env: {key!r} is not a variable name")
-        if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise InvalidTrainer(f"{where}.env[{key!r}]: {value!r}; accepted: a string")
-        env.append({"name": key, "value": str(value)})
-    return env
-
-
-def _procs(value: int | str, where: str) -> int | str:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    if value in ("auto", "cpu", "gpu"):
-        return value
-    raise InvalidTrainer(
-        f"{where}.num_proc_per_node: {value!r}; accepted: a whole number, 1 or more, or "
-        "auto, cpu, gpu"
-    )
-
-
-def _strings(values: Sequence[Any] | None, where: str) -> list[str]:
-    if isinstance(values, str) or not isinstance(values, Sequence):
-        raise InvalidTrainer(f"{where}: {values!r}; accepted: a list of strings")
-    return [_string(v, where) for v in values]
-
-
-def _string(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidTrainer(f"{where}: {value!r} is not a string")
-    return value
-
-
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubetrain.sdk import _fields, _runtimes
 from kubetrain.sdk._errors import InvalidTrainer
 
 RUNTIME: Final = "trl-sft"
@@ -185,24 +186,21 @@ def trl_args(config: TRLConfig) -> list[str]:
 
 def trainer_spec(config: TRLConfig, runtime: Mapping[str, Any]) -> dict[str, Any]:
     """``spec.trainer`` for ``config`` under ``runtime`` (``trl-sft`` or one like it)."""
-    from kubetrain.sdk import _trainjobs
-
     if not isinstance(config, TRLConfig):
         raise InvalidTrainer(f"BuiltinTrainer.config: {config!r}; accepted: TRLConfig")
-    labels = (runtime.get("metadata") or {}).get("labels") or {}
-    framework = labels.get(_trainjobs.FRAMEWORK_LABEL)
+    framework = _runtimes.framework_of(runtime) or None
     if framework != FRAMEWORK:
         name = (runtime.get("metadata") or {}).get("name")
         raise InvalidTrainer(
             f"BuiltinTrainer(config=TRLConfig(...)): runtime {name!r} is of framework "
-            f"{framework!r}; accepted: a runtime labelled {_trainjobs.FRAMEWORK_LABEL}: "
+            f"{framework!r}; accepted: a runtime labelled {_runtimes.FRAMEWORK_LABEL}: "
             f"{FRAMEWORK} ({RUNTIME})"
         )
-    container = _trainjobs.trainer_container(runtime) or {}
+    container = _runtimes.trainer_container(runtime) or {}
     defaults = [a for a in container.get("args") or [] if isinstance(a, str)]
     block: dict[str, Any] = {"args": defaults + trl_args(config)}
     if config.num_nodes is not None:
         block["numNodes"] = int(_number(config.num_nodes, "num_nodes", int))
     if config.resources_per_node:
-        block["resourcesPerNode"] = _trainjobs.resources(config.resources_per_node, "TRLConfig")
+        block["resourcesPerNode"] = _fields.resources(config.resources_per_node, "TRLConfig")
     return block

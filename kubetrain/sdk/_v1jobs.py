@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from kubetrain import api, kube
-from kubetrain.sdk import _functions, _status, _trainjobs, _types
+from kubetrain.sdk import _fields, _functions, _status, _trainjobs, _types
 from kubetrain.sdk._errors import InvalidTrainer
 
 GROUP: Final = "kubeflow.org"
@@ -99,9 +99,9 @@ def build(
             f"num_procs_per_worker: {procs!r}; accepted: a whole number, 1 or more, or auto"
         )
     if packages_to_install is not None:  # a string would install each of its letters
-        packages_to_install = _trainjobs._strings(packages_to_install, "packages_to_install")
+        packages_to_install = _fields.strings(packages_to_install, "packages_to_install")
     if resources_per_worker is not None and not isinstance(resources_per_worker, Mapping):
-        _trainjobs.resources(resources_per_worker, "resources_per_worker")  # raises: not a dict
+        _fields.resources(resources_per_worker, "resources_per_worker")  # raises: not a dict
     check_strings_map(labels, "labels")
     check_strings_map(annotations, "annotations")
     container: dict[str, Any] = {
@@ -128,7 +128,7 @@ def build(
         container["env"] = env
     if resources_per_worker:
         lowered = {str(k).lower(): v for k, v in resources_per_worker.items()}
-        container["resources"] = _trainjobs.resources(lowered, "resources_per_worker")
+        container["resources"] = _fields.resources(lowered, "resources_per_worker")
     template = {
         "metadata": {"annotations": {ISTIO_ANNOTATION: "false"}},
         "spec": {"containers": [container]},

@@ -20,6 +20,7 @@ from kubetrain.sdk import (
     Labels,
     Name,
     S3DatasetInitializer,
+    _runtimes,
     _trainjobs,
 )
 from tests.unit.sdk import trainfuncs
@@ -30,7 +31,7 @@ def runtime(policy: str | None, *, kind: str = "ClusterTrainingRuntime") -> dict
         {
             "name": "launcher" if policy == "mpi" else "node",
             "template": {
-                "metadata": {"labels": {_trainjobs.ANCESTOR_LABEL: "trainer"}},
+                "metadata": {"labels": {_runtimes.ANCESTOR_LABEL: "trainer"}},
                 "spec": {
                     "template": {
                         "spec": {"containers": [{"name": "node", "image": "img", "command": ["x"]}]}
@@ -236,8 +237,8 @@ def test_an_initializer_uri_of_the_wrong_scheme_is_refused() -> None:
 
 
 def test_the_trainer_container_of_a_runtime_is_found_by_its_ancestor_label() -> None:
-    found = _trainjobs.trainer_container(runtime("mpi"))
+    found = _runtimes.trainer_container(runtime("mpi"))
     assert found is not None
     assert found["command"] == ["x"]
-    assert _trainjobs.policy_of(runtime("mpi")) == "mpi"
-    assert _trainjobs.policy_of(runtime(None)) is None
+    assert _runtimes.policy_of(runtime("mpi")) == "mpi"
+    assert _runtimes.policy_of(runtime(None)) is None

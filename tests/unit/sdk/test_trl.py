@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from kubetrain.operator.trainjob import builtin
-from kubetrain.sdk import InvalidTrainer, TRLConfig, _status, _trainjobs, _trl
+from kubetrain.sdk import InvalidTrainer, TRLConfig, _builtin, _status, _trl
 
 RUNTIME: dict[str, Any] = yaml.safe_load(builtin.files()["trl_sft.yaml"])
 DEFAULTS = [
@@ -73,7 +73,7 @@ def test_the_runtime_s_defaults_come_first_and_the_config_s_flags_after() -> Non
         args=["--gradient_accumulation_steps=2"],
     )
 
-    spec = _trainjobs.trainer_spec(BuiltinTrainer(config), RUNTIME)  # type: ignore[arg-type]
+    spec = _builtin.trainer_spec(BuiltinTrainer(config), RUNTIME)
 
     assert spec == {
         "args": [
