@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test lint unit crds k8s-openapi manifests clean envtest chromium dashboard-assets
+.PHONY: run extras test lint unit crds k8s-openapi manifests clean envtest chromium dashboard-assets
 
 # A real Kubernetes control plane for the tests that run against one (envtest's convention:
 # KUBEBUILDER_ASSETS names a directory with kube-apiserver, kube-controller-manager,
@@ -20,10 +20,20 @@ ENVTEST_STAMP := $(ENVTEST_DIR)/.unpacked
 endif
 endif
 
+# `make run` installs what the main example needs and nothing more: kubetrain, torch (CPU wheel)
+# and scikit-learn (the train extra). Every other framework, MPI and the Kubeflow SDKs come with
+# `make extras` (and `make test`), each behind a stamp of its own.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[train]'
+	touch $(STAMP)
+
 # Open MPI for the MPIJob example (mpirun; mpicc too, should mpi4py build from source) comes
 # from Debian's packages, as root or through sudo; where there is no mpirun and no way to
 # install it, a note says so and the MPI test skips, saying why.
-$(STAMP): pyproject.toml
+EXTRAS_STAMP := $(VENV)/.installed-extras
+$(EXTRAS_STAMP): $(STAMP)
 	@command -v mpirun >/dev/null 2>&1 || { \
 	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
 	  if command -v apt-get >/dev/null 2>&1 && { [ -z "$$SUDO" ] || command -v sudo >/dev/null 2>&1; }; then \
@@ -31,14 +41,23 @@ $(STAMP): pyproject.toml
 	        openmpi-bin libopenmpi-dev >/dev/null; } \
 	      || echo "note: could not install Open MPI; the MPI example and its test need mpirun"; \
 	  else echo "note: no mpirun, and no apt-get to install it: the MPI example needs Open MPI"; fi; }
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,train,mpi,xgboost,jax,tf,paddle,initializers,llm]'
-	# The official Kubeflow SDK, for the test that drives kubetrain with it: a directory of its
-	# own, since it pins an older kubernetes client than kubetrain's.
+	$(BIN)/python -m pip install --quiet -e '.[all]'
+	touch $@
+
+## extras: every framework's examples (TensorFlow, Paddle, JAX, XGBoost, MPI with Open MPI),
+## the initializers' and the LLM fine-tuning libraries, on top of what `make run` installs
+extras: $(EXTRAS_STAMP)
+
+# The test tools, and the official Kubeflow SDK for the test that drives kubetrain with it: a
+# directory of its own, since it pins an older kubernetes client than kubetrain's (so pip's
+# check of the whole environment, which that directory never joins, is left out).
+TEST_STAMP := $(VENV)/.installed-test
+$(TEST_STAMP): $(EXTRAS_STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[all,test]'
 	test -f $(VENV)/kubeflow-sdk/kubeflow/trainer/__init__.py || \
-	  $(BIN)/python -m pip install --quiet --target $(VENV)/kubeflow-sdk 'kubeflow==0.5.0'
-	touch $(STAMP)
+	  $(BIN)/python -m pip install --quiet --no-warn-conflicts --target $(VENV)/kubeflow-sdk \
+	    'kubeflow==0.5.0'
+	touch $@
 
 ## run: install, start the local control plane, run the main example job with live logs
 run: $(STAMP)
@@ -63,18 +82,19 @@ $(ENVTEST_DIR)/.unpacked: $(K8S_ARCHIVE)
 # The official kubeflow-training SDK (v1 jobs), for the test that it still imports and runs on
 # a machine where jobs have run: a directory of its own too, for its own kubernetes client.
 KUBEFLOW_TRAINING := $(VENV)/kubeflow-training/kubeflow/training/__init__.py
-$(KUBEFLOW_TRAINING): | $(STAMP)
-	$(BIN)/python -m pip install --quiet --target $(VENV)/kubeflow-training 'kubeflow-training==1.9.4'
+$(KUBEFLOW_TRAINING): | $(TEST_STAMP)
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts --target $(VENV)/kubeflow-training \
+	  'kubeflow-training==1.9.4'
 
 # moto's S3 server, for the s3:// initializer's tests: a virtual environment of its own, since
 # its boto3 pins python-dateutil<3, which kubetrain's Kubernetes client cannot use.
 MOTO := $(VENV)/moto/bin/moto_server
-$(MOTO): | $(STAMP)
+$(MOTO): | $(TEST_STAMP)
 	test -x $(VENV)/moto/bin/python || $(PYTHON) -m venv $(VENV)/moto
 	$(VENV)/moto/bin/python -m pip install --quiet 'moto[s3]==5.2.5' 'flask>=3' 'flask-cors>=5'
 
 ## test: install, lint, check layering, run the whole suite
-test: $(STAMP) $(KUBEFLOW_TRAINING) $(MOTO) lint $(ENVTEST_STAMP) chromium
+test: $(TEST_STAMP) $(KUBEFLOW_TRAINING) $(MOTO) lint $(ENVTEST_STAMP) chromium
 	$(BIN)/python -m pytest -q
 
 # Chromium for the dashboard's tests in a real browser (Debian's; Playwright, from the test
@@ -97,7 +117,7 @@ dashboard-assets:
 	    nodejs npm >/dev/null; }
 	cd $(DASHBOARD_FRONTEND) && npm ci --no-audit --no-fund && npm run build
 
-lint: $(STAMP)
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check kubetrain tests bench
 	$(BIN)/ruff format --check kubetrain tests bench
 	$(BIN)/lint-imports

@@ -10,12 +10,18 @@ loaded on first use, so ``import kubetrain`` stays light.
 """
 
 import importlib
+import importlib.util
 from typing import Any
 
 __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:
+    # ``from kubetrain import kube`` asks for the attribute before it imports the submodule: a
+    # submodule's name must not load the SDK (and with it every layer below), or each command
+    # would pay for the whole package.
+    if importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "report":  # kubetrain.report(progress=..., metrics=...), from a training process
         return importlib.import_module("kubetrain.progress").report
     if not name.startswith("_"):  # the SDK's public names, whose list is kubetrain.sdk.__all__
