@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 from kubetrain import kube
-from kubetrain.operator.jobs import ports, reasons
+from kubetrain.operator import hostports
+from kubetrain.operator.jobs import reasons
 from tests.apiserver.cascade import eventually, run
 from tests.integration.operator.jobs_fixtures import (
     PODS,
@@ -176,7 +177,7 @@ def test_an_elastic_pytorchjob_scaled_up_and_down_while_training_resumes_and_suc
             # It meets the others at worker 0's rendezvous port, with the same elastic env.
             service = await get(client, SERVICES, namespace, worker(0))
             assert service is not None
-            port = ports.recorded(service)
+            port = hostports.recorded(service)
             assert env_of(joined)["PET_RDZV_ENDPOINT"] == f"{worker(0)}:{port}", env_of(joined)
             assert env_of(joined) == env_of(first[0])
             assert env_of(joined)["PET_NNODES"] == "2:3"

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain import kube
-from kubetrain.operator.jobs import backoff, ports, reasons
+from kubetrain.operator import hostports
+from kubetrain.operator.jobs import backoff, reasons
 from tests.apiserver.cascade import eventually, run
 from tests.builders import pytorchjob
 from tests.integration.operator.jobs_fixtures import (
@@ -115,7 +116,7 @@ def test_a_job_created_suspended_starts_on_resume_and_suspending_it_stops_its_po
             services = await exactly(client, SERVICES, namespace, names)
             worker = env_of(first["held-worker-0"])
             assert worker["MASTER_ADDR"] == "held-master-0", worker
-            assert worker["MASTER_PORT"] == str(ports.recorded(services["held-master-0"]))
+            assert worker["MASTER_PORT"] == str(hostports.recorded(services["held-master-0"]))
             assert (worker["WORLD_SIZE"], worker["RANK"]) == ("2", "1"), worker
             assert env_of(first["held-master-0"])["RANK"] == "0"
 

@@ -47,6 +47,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, Literal
 
 from kubetrain import api, frameworks, kube
+from kubetrain.operator import hostports
 from kubetrain.operator.jobs import (
     backoff,
     children,
@@ -685,12 +686,12 @@ class _Pass:
             replica = replicas[rtype]
             for index in range(spec.replicas or 0):
                 service = replica.services.get(index)
-                port = ports.recorded(service) if service is not None else None
+                port = hostports.recorded(service)
                 if port is None:
                     port = _pod_host_port(replica.pods.get(index) or [], self.job)
                 if port is None:
                     seed = ports.seed(self.namespace, self.job.name, rtype, index)
-                    port = ports.choose(seed, used, low, high)
+                    port = hostports.choose(seed, used, low, high)
                     if port is None:
                         self.problem = (
                             f"{self.kind} {self.namespace}/{self.job.name}: no free host port "

@@ -9,24 +9,23 @@ env of every pod (MASTER_PORT, TF_CONFIG, MX_CONFIG, COORDINATOR_PORT, PADDLE_MA
 one port per pod, so the peers of a replica type with several pods find each of them.
 
 Level-triggered: the port is recorded on the replica's headless Service (annotation
-:data:`HOST_PORT_ANNOTATION`), which is created before its pod and outlives pod restarts, and is
-read back from there on every reconcile; a new one is picked only for a replica without a
-Service. The pick starts at a hash of ``<ns>/<job>/<rtype>/<index>`` and walks the range to the
-first port no other Service records, so picks do not depend on the order jobs arrive in.
+:data:`~kubetrain.operator.hostports.HOST_PORT_ANNOTATION`), which is created before its pod
+and outlives pod restarts, and is read back from there on every reconcile; a new one is picked
+only for a replica without a Service. The pick starts at a hash of
+``<ns>/<job>/<rtype>/<index>`` and walks the range to the first port no other Service records
+nor any controller of the process just handed out (the one
+:class:`~kubetrain.operator.hostports.Book`, which the TrainJob controller shares).
 
 Pure: the ports already taken and the range come in as arguments.
 """
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Any
 
 from kubetrain import api
-from kubetrain.operator.jobs import children
-
-HOST_PORT_ANNOTATION: Final = "kubetrain.io/host-port"
+from kubetrain.operator import hostports
 
 
 def template_spec(job: api.JobKind, rtype: str) -> dict[str, Any]:
@@ -61,32 +60,6 @@ def listens(job: api.JobKind, rtype: str) -> bool:
     return container is not None and _named_port(container, job.PORT_NAME) is not None
 
 
-def recorded(service: Mapping[str, Any]) -> int | None:
-    """The host port a Service records for its pod, if it records a valid one."""
-    text = children.annotations_of(service).get(HOST_PORT_ANNOTATION)
-    try:
-        port = int(str(text))
-    except ValueError:
-        return None
-    return port if 0 < port <= 65535 else None
-
-
-def taken(services: Iterable[Mapping[str, Any]]) -> set[int]:
-    """Every port recorded by any Service: no two host-network pods get the same one."""
-    return {port for service in services if (port := recorded(service)) is not None}
-
-
-def choose(seed: str, used: set[int], low: int, high: int) -> int | None:
-    """The first free port walking the range from a point fixed by ``seed``; None if full."""
-    size = high - low + 1
-    start = zlib.crc32(seed.encode()) % size
-    for step in range(size):
-        port = low + (start + step) % size
-        if port not in used:
-            return port
-    return None
-
-
 def seed(namespace: str, job: str, rtype: str, index: int) -> str:
     return f"{namespace}/{job}/{rtype.lower()}/{index}"
 
@@ -99,5 +72,5 @@ def set_service_port(service: dict[str, Any], job: api.JobKind, port: int) -> No
     metadata = service.setdefault("metadata", {})
     metadata["annotations"] = {
         **(metadata.get("annotations") or {}),
-        HOST_PORT_ANNOTATION: str(port),
+        hostports.HOST_PORT_ANNOTATION: str(port),
     }

@@ -24,7 +24,8 @@ One :class:`JobReconciler` per kind, all alike (house rule 12): the framework is
    job is looked at again when the plan says (deadline, TTL) or on the next event.
 
 Also here, both in memory only: the events of pods' containers exiting (from informer
-events, emitted by the next pass of their job) and :class:`PortBook`, the host ports in use.
+events, emitted by the next pass of their job); the host ports in use are the process's one
+:class:`~kubetrain.operator.hostports.Book`, shared with the TrainJob controller.
 
 Must not: decide anything the plan decides, or write to the job anything but its status.
 """
@@ -33,21 +34,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Final
 
 from kubetrain import _aio, frameworks, kube
 from kubetrain.errors import KubetrainError
-from kubetrain.operator.jobs import children, companions, conditions, gang, plan, ports, reasons
+from kubetrain.operator import hostports
+from kubetrain.operator.jobs import children, companions, conditions, gang, plan, reasons
 from kubetrain.operator.jobs import settings as settings_
 from kubetrain.operator.runtime import cache, controller, expectations, manager
 
 log = logging.getLogger(__name__)
 
 CONCURRENT_CALLS: Final = 16  # create/delete calls in flight for one job
-PORT_HOLD: Final = 60.0  # seconds a handed-out host port stays reserved until its Service shows
 
 Key = controller.Key
 Result = controller.Result
@@ -55,38 +55,6 @@ Result = controller.Result
 
 class JobProblem(KubetrainError):
     """Something keeps a job from progressing for now; the reconcile is retried."""
-
-
-class PortBook:
-    """Host ports in use: those the cached Services record, and those just handed out whose
-    Services the cache has not shown yet. Shared by the controllers of every kind."""
-
-    def __init__(
-        self, clock: Callable[[], float] = time.monotonic, hold: float = PORT_HOLD
-    ) -> None:
-        self._clock = clock
-        self._hold = hold
-        self._recorded: dict[tuple[str, str], int] = {}
-        self._reserved: dict[int, float] = {}
-
-    def on_service(self, type: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        where = (str(children.metadata(obj).get("namespace") or ""), children.name_of(obj))
-        port = None if type == cache.DELETED else ports.recorded(obj)
-        if port is None:
-            self._recorded.pop(where, None)
-        else:
-            self._recorded[where] = port
-            self._reserved.pop(port, None)
-
-    def taken(self) -> frozenset[int]:
-        now = self._clock()
-        self._reserved = {p: until for p, until in self._reserved.items() if until > now}
-        return frozenset(self._recorded.values()) | frozenset(self._reserved)
-
-    def reserve(self, taken: Iterable[int]) -> None:
-        until = self._clock() + self._hold
-        for port in taken:
-            self._reserved[port] = until
 
 
 class JobReconciler:
@@ -97,7 +65,7 @@ class JobReconciler:
         mgr: manager.Manager,
         framework: frameworks.Framework,
         settings: settings_.Settings,
-        book: PortBook | None = None,
+        book: hostports.Book | None = None,
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
         expected: expectations.Expectations | None = None,
@@ -108,7 +76,7 @@ class JobReconciler:
         self.settings = settings
         self.kind = framework.kind
         self.resource = children.job_resource(framework.job_class)
-        self.book = book or PortBook()
+        self.book = book or hostports.book(mgr, children.SERVICES)
         self.clock = clock
         self.expectations = expected or expectations.Expectations()
         self.recorder = mgr.recorder(framework.controller)
@@ -336,7 +304,7 @@ class JobReconciler:
         taken = []
         for create in creates:
             if create.resource == children.SERVICES:
-                port = ports.recorded(create.body)
+                port = hostports.recorded(create.body)
                 if port is not None:
                     taken.append(port)
         self.book.reserve(taken)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from kubetrain import frameworks
+from kubetrain.operator import hostports
 
 VOLCANO: Final = "volcano"
 SCHEDULER_PLUGINS: Final = "scheduler-plugins"
@@ -38,17 +39,12 @@ class Settings:
     pod: frameworks.Settings = field(default_factory=frameworks.Settings)
     gang_scheduler: GangScheduler = ""
     scheduler_name: str = ""
-    host_port_range: tuple[int, int] = (20000, 29999)
+    host_port_range: tuple[int, int] = hostports.DEFAULT_RANGE
     force_host_network: bool = False
     workers: int | None = None  # per controller; None: the manager's default
 
     def __post_init__(self) -> None:
-        low, high = self.host_port_range
-        if not 0 < low <= high <= 65535:
-            raise ValueError(
-                f"host_port_range: {low}-{high} is not a port range; accepted: 1 <= low <= high"
-                " <= 65535"
-            )
+        hostports.check_range(*self.host_port_range)
         if self.gang_scheduler not in ("", VOLCANO, SCHEDULER_PLUGINS):
             raise ValueError(
                 f"gang_scheduler: {self.gang_scheduler!r}; accepted: '', {VOLCANO},"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kubetrain import frameworks as frameworks_
+from kubetrain.operator import hostports
 from kubetrain.operator.jobs import children, reconciler
 from kubetrain.operator.jobs import settings as settings_
 from kubetrain.operator.runtime import manager
@@ -24,8 +25,7 @@ def setup(
 ) -> dict[str, reconciler.JobReconciler]:
     """Register one controller per framework with ``mgr``; returns the reconcilers by kind."""
     settings = settings or settings_.Settings()
-    book = reconciler.PortBook()
-    mgr.store(children.SERVICES).subscribe(book.on_service)
+    book = hostports.book(mgr, children.SERVICES)  # the TrainJob controller's too
     made = {}
     for framework in frameworks:
         job_reconciler = reconciler.JobReconciler(mgr, framework, settings, book)

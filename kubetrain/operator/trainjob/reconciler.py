@@ -15,7 +15,8 @@ One reconcile, for a TrainJob this controller manages (``spec.managedBy`` unset 
    the namespaced TrainingRuntime or the ClusterTrainingRuntime it names, then freeze it there;
 2. with host networking forced, find the job's port (:mod:`.hostport`): the one its Service
    records, else a free one from the range, not recorded by any Service nor just handed out
-   to another job; the Service records it once created;
+   by any controller of the process (the one :class:`~kubetrain.operator.hostports.Book`,
+   shared with the v1 controllers); the Service records it once created;
 3. run the plugin phases (:mod:`.framework`): the JobSet the job becomes, and the Secrets,
    ConfigMaps and PodGroups it needs;
 4. observe the pods it controls (:mod:`.workload`) and compute the whole status
@@ -57,6 +58,7 @@ from typing import Any, Final, NoReturn
 from kubetrain import api, kube
 from kubetrain.errors import KubetrainError
 from kubetrain.frameworks.trainjob import node
+from kubetrain.operator import hostports
 from kubetrain.operator.runtime import cache, controller, events, expectations, handler
 from kubetrain.operator.trainjob import (
     framework,
@@ -131,9 +133,12 @@ class TrainJobReconciler:
         clock: Callable[[], datetime.datetime] = utcnow,
         new_key_pair: Callable[[], tuple[bytes, bytes]] = sshkeys.new_key_pair,
         host_ports: tuple[int, int] | None = None,
+        book: hostports.Book | None = None,
     ) -> None:
         """``host_ports``: the range each TrainJob is given a port from when its pods are put
-        on the host's network; None: pods keep their own network and rank 0 listens on 29500."""
+        on the host's network; None: pods keep their own network and rank 0 listens on 29500.
+        ``book``: the host ports in use, shared with every other controller of the process
+        (by default, one of this controller's own)."""
         self.client = client
         self.stores = stores
         self.recorder = recorder
@@ -141,6 +146,7 @@ class TrainJobReconciler:
         self.clock = clock
         self.new_key_pair = new_key_pair
         self.host_ports = host_ports
+        self.book = book or hostports.following(stores.services)
         self._memory: dict[str, _Memory] = {}
 
     # -- informer hooks ----------------------------------------------------------------------
@@ -390,14 +396,16 @@ class TrainJobReconciler:
             return None
         namespace = job.metadata.namespace or ""
         low, high = self.host_ports
+        service = self.stores.services.get(namespace, node.subdomain(job, runtime))
+        # From here to the reservation nothing awaits, so no other controller of the process
+        # can hand out the same port in between.
         port = hostport.port_for(
             namespace,
             job.name,
-            service=self.stores.services.get(namespace, node.subdomain(job, runtime)),
+            service=service,
             remembered=memory.host_port,
             pods=pods,
-            services=self.stores.services.list,
-            handed_out=[m.host_port for m in self._memory.values() if m.host_port],
+            taken=self.book.taken,
             low=low,
             high=high,
         )
@@ -408,6 +416,8 @@ class TrainJobReconciler:
             )
             await self._failed_event(raw, error)
             raise NoFreePort(error)
+        if hostports.recorded(service) != port:
+            self.book.reserve([port])  # held until the job's Service shows it
         if port != memory.host_port:
             log.info("TrainJob %s/%s: host port %d", namespace, job.name, port)
         memory.host_port = port
@@ -526,10 +536,10 @@ class TrainJobReconciler:
         restarts: tuple[int, int],
         memory: _Memory,
     ) -> None:
-        port = hostport.recorded(jobset)
-        if service is not None and port is not None and hostport.recorded(service) != port:
+        port = hostports.recorded(jobset)
+        if service is not None and port is not None and hostports.recorded(service) != port:
             # A Service from before host networking was forced: it records the port from now on.
-            annotations = {hostport.HOST_PORT_ANNOTATION: str(port)}
+            annotations = {hostports.HOST_PORT_ANNOTATION: str(port)}
             await self.client.patch(
                 kinds.SERVICES,
                 workload.name_of(service),

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubetrain.operator import hostports
 from kubetrain.operator.runtime import expectations, manager
-from kubetrain.operator.trainjob import framework, hostport, kinds, reconciler
+from kubetrain.operator.trainjob import framework, kinds, reconciler
 
 CONTROLLER_NAME = "trainjob_controller"
 EVENT_COMPONENT = "trainjob-controller"
@@ -35,15 +36,18 @@ class Settings:
     workers: int = DEFAULT_WORKERS
     watch_pod_groups: bool = False
     expectations_ttl: float = expectations.TTL
-    host_port_range: tuple[int, int] = hostport.DEFAULT_RANGE
+    host_port_range: tuple[int, int] = hostports.DEFAULT_RANGE
     force_host_network: bool = False
 
     def __post_init__(self) -> None:
-        hostport.check_range(*self.host_port_range)
+        hostports.check_range(*self.host_port_range)
 
 
-def setup(manager_: manager.Manager, settings: Settings | None = None) -> None:
-    """Register the TrainJob controller with ``manager_`` (before it runs)."""
+def setup(
+    manager_: manager.Manager, settings: Settings | None = None
+) -> reconciler.TrainJobReconciler:
+    """Register the TrainJob controller with ``manager_`` (before it runs); returns its
+    reconciler."""
     settings = settings or Settings()
     framework.check()
     pod_group_resources = (
@@ -67,6 +71,7 @@ def setup(manager_: manager.Manager, settings: Settings | None = None) -> None:
         manager_.recorder(EVENT_COMPONENT),
         expectations.Expectations(ttl=settings.expectations_ttl),
         host_ports=settings.host_port_range if settings.force_host_network else None,
+        book=hostports.book(manager_, kinds.SERVICES),  # the v1 controllers' too
     )
     stores.pods.subscribe(made.observe_pod)
     manager_.controller(
@@ -80,3 +85,4 @@ def setup(manager_: manager.Manager, settings: Settings | None = None) -> None:
         ),
         workers=settings.workers,
     )
+    return made

@@ -46,7 +46,7 @@ Behaviour, as JobSet does it:
   kubetrain's local node through one directory of this machine.
 
 On a shared host network the JobSet records the job's port
-(:data:`~kubetrain.operator.trainjob.hostport.HOST_PORT_ANNOTATION`): the Service records it
+(:data:`~kubetrain.operator.hostports.HOST_PORT_ANNOTATION`): the Service records it
 too, and only rank 0 (``<jobset>-node-0-0``, where every env contract points its peers) keeps
 that container port, as its host port; the other pods of the same template drop it, since they
 do not listen there and would otherwise all claim one host port on one node.
@@ -69,7 +69,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubetrain import api
-from kubetrain.operator.trainjob import hostport, messages
+from kubetrain.operator import hostports
+from kubetrain.operator.trainjob import messages
 
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID: Final = "jobset.sigs.k8s.io/jobset-uid"
@@ -257,7 +258,7 @@ def desired_pod(
     annotations[COMPLETION_INDEX] = str(pod_index)
     spec.setdefault("restartPolicy", DEFAULT_RESTART_POLICY)
     _claim_volumes(jobset, spec)
-    port = hostport.recorded(jobset)
+    port = hostports.recorded(jobset)
     if port is not None:
         rank0 = rname == api.NODE and job_index == 0 and pod_index == 0
         _claim_host_port(spec, port, rank0)
@@ -362,9 +363,9 @@ def desired_service(jobset: Mapping[str, Any], restarts: int = 0, towards_max: i
     on a shared host network, records the job's port."""
     publish = _dig(jobset, "spec", "network", "publishNotReadyAddresses")
     annotations = restart_annotations(restarts, towards_max)
-    port = hostport.recorded(jobset)
+    port = hostports.recorded(jobset)
     if port is not None:
-        annotations[hostport.HOST_PORT_ANNOTATION] = str(port)
+        annotations[hostports.HOST_PORT_ANNOTATION] = str(port)
     metadata: dict[str, Any] = {
         "name": subdomain(jobset),
         "namespace": _dig(jobset, "metadata", "namespace"),

@@ -8,7 +8,8 @@ import json
 from collections.abc import Callable
 
 from kubetrain import kube
-from kubetrain.operator.jobs import gang, ports
+from kubetrain.operator import hostports
+from kubetrain.operator.jobs import gang
 from kubetrain.operator.jobs.settings import Settings as JobSettings
 from kubetrain.operator.runtime import manager
 from tests.apiserver.cascade import eventually, run
@@ -77,7 +78,7 @@ def test_host_network_pods_get_a_port_each_and_peers_are_told_the_masters(
             names = {"a-master-0", "a-worker-0", "a-worker-1"}
             pods = await wait_pods(client, namespace, names)
             services = await exactly(client, SERVICES, namespace, names)
-            recorded = {name: ports.recorded(service) for name, service in services.items()}
+            recorded = {name: hostports.recorded(service) for name, service in services.items()}
             assert len(set(recorded.values())) == 3
             master = recorded["a-master-0"]
             assert master is not None
@@ -107,7 +108,7 @@ def test_host_network_tf_pods_get_a_port_each_and_tf_config_lists_exactly_those(
             names = {"t-worker-0", "t-worker-1", "t-ps-0"}
             pods = await wait_pods(client, namespace, names)
             services = await exactly(client, SERVICES, namespace, names)
-            recorded = {name: ports.recorded(service) for name, service in services.items()}
+            recorded = {name: hostports.recorded(service) for name, service in services.items()}
             assert len(set(recorded.values())) == 3
             assert all(p is not None and 22000 <= p <= 22999 for p in recorded.values())
             cluster = {

@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from kubetrain.operator import hostports
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import hostport, kinds
 from kubetrain.operator.trainjob import setup as trainjob_setup
@@ -35,7 +36,7 @@ def same_start(namespace: str, low: int, high: int) -> tuple[str, str]:
     start = {}
     for i in itertools.count():
         name = f"j{i}"
-        first = hostport.choose(hostport.seed(namespace, name), set(), low, high)
+        first = hostports.choose(hostport.seed(namespace, name), set(), low, high)
         if first in start:
             return start[first], name
         start[first] = name
@@ -81,7 +82,7 @@ def test_two_torch_trainjobs_at_once_get_different_ports_named_by_their_env(
 
             async def recorded(name: str) -> int | None:
                 service = await fetch_object(client, kinds.SERVICES, namespace, name)
-                return hostport.recorded(service)
+                return hostports.recorded(service)
 
             ports = {
                 job: await eventually(lambda job=job: recorded(job), f"Service {job}'s port")
@@ -119,7 +120,7 @@ def test_a_jax_trainjob_is_told_its_coordinator_at_the_jobs_port(
             await client.create(kinds.TRAINJOBS, job, namespace=namespace)
             pods = await wait_pods(client, namespace, {"j-node-0-0", "j-node-0-1"})
             service = await fetch_object(client, kinds.SERVICES, namespace, "j")
-            port = hostport.recorded(service)
+            port = hostports.recorded(service)
             assert port is not None
             for pod in pods.values():
                 assert env_of(pod)["JAX_COORDINATOR_ADDRESS"] == f"j-node-0-0.j:{port}"

@@ -18,7 +18,7 @@
     ``suspend = spec.suspend``;
   - on a shared host network (the Info's ``host_network``): ``hostNetwork: true`` and
     ``dnsPolicy: ClusterFirstWithHostNet`` on every pod template, and the job's port recorded
-    on the JobSet (:data:`~kubetrain.operator.trainjob.hostport.HOST_PORT_ANNOTATION`), from
+    on the JobSet (:data:`~kubetrain.operator.hostports.HOST_PORT_ANNOTATION`), from
     where the workload puts it on the Service and on rank 0 alone;
   - name, namespace, labels and annotations of the TrainJob's Info, and a controller reference
     to the TrainJob.
@@ -35,7 +35,8 @@ import copy
 from typing import Any, Final
 
 from kubetrain import api
-from kubetrain.operator.trainjob import hostport, phases, runtime_info, strategicmerge, workload
+from kubetrain.operator import hostports
+from kubetrain.operator.trainjob import phases, runtime_info, strategicmerge, workload
 
 API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
 KIND: Final = "JobSet"
@@ -197,7 +198,7 @@ class JobSet:
             metadata["labels"] = dict(info.labels)
         annotations = dict(info.annotations)
         if info.host_network:
-            annotations[hostport.HOST_PORT_ANNOTATION] = str(info.port)
+            annotations[hostports.HOST_PORT_ANNOTATION] = str(info.port)
         if annotations:
             metadata["annotations"] = annotations
         return [{"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}]

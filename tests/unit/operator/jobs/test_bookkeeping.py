@@ -1,5 +1,5 @@
-"""The small records the job controllers keep: retries for backoffLimit (on Services), the host
-ports in use (:class:`PortBook`), and Kubernetes timestamps."""
+"""The small records the job controllers keep: retries for backoffLimit (on Services), and
+Kubernetes timestamps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.operator.jobs import backoff, ports, reconciler, times
+from kubetrain.operator.jobs import backoff, times
 from tests.builders import pytorchjob
 
 
@@ -75,24 +75,6 @@ def test_retries_add_records_and_in_place_restarts_of_counted_policies_only() ->
 )
 def test_exceeded(limit: int | None, so_far: int, new: int, exceeded: bool) -> None:
     assert backoff.exceeded(limit, so_far, new) is exceeded
-
-
-# -- host ports in use ---------------------------------------------------------------------------
-
-
-def test_the_port_book_follows_services_and_holds_handed_out_ports_for_a_while() -> None:
-    now = [0.0]
-    book = reconciler.PortBook(clock=lambda: now[0], hold=60.0)
-    recorded = service({ports.HOST_PORT_ANNOTATION: "20001"})
-    book.on_service("ADDED", recorded, None)
-    book.reserve([20002])
-    assert book.taken() == {20001, 20002}
-    book.on_service("ADDED", service({ports.HOST_PORT_ANNOTATION: "20002"}, "b"), None)
-    book.on_service("DELETED", recorded, recorded)
-    assert book.taken() == {20002}
-    book.reserve([20003])
-    now[0] = 61.0
-    assert book.taken() == {20002}, "a reservation whose Service never showed expires"
 
 
 # -- timestamps ----------------------------------------------------------------------------------

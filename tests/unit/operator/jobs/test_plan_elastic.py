@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.operator.jobs import ports, settings
+from kubetrain.operator import hostports
+from kubetrain.operator.jobs import settings
 from tests.builders import pytorchjob, values
 from tests.unit.operator.jobs.world import World, at
 
@@ -85,9 +86,9 @@ def test_on_the_host_network_the_new_worker_meets_the_others_at_worker_0s_port()
     world = running(elastic(config=FORCED))
     scale(world, 3)
     world.step(at(2))
-    rendezvous = ports.recorded(world.services["a-worker-0"])
+    rendezvous = hostports.recorded(world.services["a-worker-0"])
     assert rendezvous is not None
-    own = ports.recorded(world.services["a-worker-2"])
+    own = hostports.recorded(world.services["a-worker-2"])
     assert own is not None
     assert own != rendezvous  # its own port, which the rendezvous does not use
     for index in range(3):

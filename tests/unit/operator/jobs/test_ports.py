@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain.operator.jobs import ports, settings
+from kubetrain.operator import hostports
+from kubetrain.operator.jobs import settings
 from tests.builders import jaxjob, mxjob, pytorchjob, tfjob, values, xgboostjob
 from tests.unit.operator.jobs.world import World, at
 
@@ -30,7 +31,7 @@ def test_a_host_network_template_gets_one_port_per_pod_recorded_on_its_service()
     config = settings.Settings(host_port_range=(20000, 20009))
     world = World(host_network(pytorchjob("ns", "a").master().workers(2)), config)
     world.step()
-    recorded = {name: ports.recorded(s) for name, s in world.services.items()}
+    recorded = {name: hostports.recorded(s) for name, s in world.services.items()}
     assert len(set(recorded.values())) == 3
     assert all(port is not None and 20000 <= port <= 20009 for port in recorded.values())
     for name, pod in world.pods.items():
@@ -47,7 +48,7 @@ def test_a_host_network_template_gets_one_port_per_pod_recorded_on_its_service()
 def test_every_pod_is_told_the_masters_port() -> None:
     world = World(pytorchjob("ns", "a").master().workers(2).doc(), FORCED)
     world.step()
-    master = ports.recorded(world.services["a-master-0"])
+    master = hostports.recorded(world.services["a-master-0"])
     for pod in world.pods.values():
         assert values(pod["spec"]["containers"][0]["env"])["MASTER_PORT"] == str(master)
 
@@ -55,7 +56,7 @@ def test_every_pod_is_told_the_masters_port() -> None:
 def test_jax_workers_are_told_the_coordinators_port() -> None:
     world = World(jaxjob("ns", "j").workers(3).doc(), FORCED)
     world.step()
-    coordinator = ports.recorded(world.services["j-worker-0"])
+    coordinator = hostports.recorded(world.services["j-worker-0"])
     env = values(world.pods["j-worker-2"]["spec"]["containers"][0]["env"])
     assert env["COORDINATOR_PORT"] == str(coordinator)
 
@@ -63,7 +64,7 @@ def test_jax_workers_are_told_the_coordinators_port() -> None:
 def test_tf_config_lists_every_pod_at_the_port_its_service_records() -> None:
     world = World(tfjob("ns", "t").workers(2).replica("PS", 1).doc(), FORCED)
     world.step()
-    recorded = {name: ports.recorded(s) for name, s in world.services.items()}
+    recorded = {name: hostports.recorded(s) for name, s in world.services.items()}
     assert len(set(recorded.values())) == 3
     expected = {
         "ps": [f"t-ps-0.ns.svc:{recorded['t-ps-0']}"],
@@ -91,7 +92,7 @@ def test_mx_config_lists_every_pod_at_its_own_port() -> None:
     doc = mxjob("ns", "m").replica("Scheduler", 1).replica("Server", 1).workers(2).doc()
     world = World(doc, FORCED)
     world.step()
-    recorded = {name: ports.recorded(s) for name, s in world.services.items()}
+    recorded = {name: hostports.recorded(s) for name, s in world.services.items()}
     config = json.loads(
         values(world.pods["m-worker-1"]["spec"]["containers"][0]["env"])["MX_CONFIG"]
     )
@@ -106,8 +107,8 @@ def test_each_xgboost_worker_is_told_its_own_worker_port() -> None:
     world.step()
     for name in ("x-worker-0", "x-worker-1"):
         env = values(world.pods[name]["spec"]["containers"][0]["env"])
-        assert env["WORKER_PORT"] == str(ports.recorded(world.services[name]))
-        assert env["MASTER_PORT"] == str(ports.recorded(world.services["x-master-0"]))
+        assert env["WORKER_PORT"] == str(hostports.recorded(world.services[name]))
+        assert env["MASTER_PORT"] == str(hostports.recorded(world.services["x-master-0"]))
 
 
 def test_forcing_host_network_changes_the_pods_never_the_job() -> None:
@@ -140,14 +141,14 @@ def test_a_pod_whose_service_was_lost_keeps_its_port() -> None:
     port = named_port(world.pods["a-worker-0"])["hostPort"]
     del world.objects[("services", "a-worker-0")]
     world.step(at(1))
-    assert ports.recorded(world.services["a-worker-0"]) == port
+    assert hostports.recorded(world.services["a-worker-0"]) == port
 
 
 def test_ports_other_services_record_are_not_handed_out() -> None:
     taken = frozenset(range(20000, 20009))  # one left
     world = World(pytorchjob("ns", "a").workers(1).doc(), FORCED, taken_ports=taken)
     world.step()
-    assert ports.recorded(world.services["a-worker-0"]) == 20009
+    assert hostports.recorded(world.services["a-worker-0"]) == 20009
 
 
 def test_a_full_range_is_a_problem_reported_as_a_failed_pod_creation() -> None:
@@ -167,7 +168,7 @@ def test_pods_off_the_host_network_keep_their_template_port() -> None:
         "name": "pytorchjob-port",
         "containerPort": 23456,
     }
-    assert ports.HOST_PORT_ANNOTATION not in (
+    assert hostports.HOST_PORT_ANNOTATION not in (
         world.services["a-worker-0"]["metadata"].get("annotations") or {}
     )
 
@@ -180,10 +181,10 @@ def test_pods_off_the_host_network_keep_their_template_port() -> None:
     ],
 )
 def test_choose(seed: str, used: set[int], expected: int | None) -> None:
-    port = ports.choose(seed, used, 100, 109)
+    port = hostports.choose(seed, used, 100, 109)
     if used:
         assert port is expected
     else:
-        assert port == ports.choose(seed, {1}, 100, 109)
+        assert port == hostports.choose(seed, {1}, 100, 109)
         assert port is not None
         assert 100 <= port <= 109

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kubetrain.operator import hostports
 from kubetrain.operator.trainjob import hostport, workload
 from kubetrain.operator.trainjob import setup as trainjob_setup
 from tests.unit.api.trainers import replicated_job, runtime, trainjob
@@ -22,7 +23,7 @@ RANGE = {"low": 20000, "high": 20009}
 
 
 def service(port: Any) -> dict[str, Any]:
-    return {"metadata": {"name": "s", "annotations": {hostport.HOST_PORT_ANNOTATION: str(port)}}}
+    return {"metadata": {"name": "s", "annotations": {hostports.HOST_PORT_ANNOTATION: str(port)}}}
 
 
 def pod(host_port: int) -> dict[str, Any]:
@@ -31,7 +32,7 @@ def pod(host_port: int) -> dict[str, Any]:
 
 
 def first_pick(name: str = "job") -> int:
-    port = hostport.choose(hostport.seed("ns", name), set(), 20000, 20009)
+    port = hostports.choose(hostport.seed("ns", name), set(), 20000, 20009)
     assert port is not None
     return port
 
@@ -72,26 +73,17 @@ PICKS = [
 
 @pytest.mark.parametrize(("known", "services", "expected"), PICKS)
 def test_port_for(known: dict[str, Any], services: list[dict[str, Any]], expected: int) -> None:
-    port = hostport.port_for(
-        "ns", "job", services=lambda: services, handed_out=(), **known, **RANGE
-    )
+    port = hostport.port_for("ns", "job", taken=lambda: hostports.taken(services), **known, **RANGE)
     assert port == expected
 
 
 def test_a_port_just_handed_out_to_another_job_is_not_handed_out_again() -> None:
     given = hostport.port_for(
-        "ns", "job", service=None, remembered=None, pods=[], services=list, handed_out=(), **RANGE
+        "ns", "job", service=None, remembered=None, pods=[], taken=set, **RANGE
     )
     assert given is not None
     again = hostport.port_for(
-        "ns",
-        "job",
-        service=None,
-        remembered=None,
-        pods=[],
-        services=list,
-        handed_out=[given],
-        **RANGE,
+        "ns", "job", service=None, remembered=None, pods=[], taken=lambda: {given}, **RANGE
     )
     assert again not in (None, given)
 
@@ -103,16 +95,15 @@ def test_a_full_range_gives_no_port() -> None:
         service=None,
         remembered=None,
         pods=[],
-        services=lambda: [service(p) for p in range(20000, 20010)],
-        handed_out=(),
+        taken=lambda: set(range(20000, 20010)),
         **RANGE,
     )
     assert port is None
 
 
-def test_services_are_listed_only_when_a_new_port_is_picked() -> None:
-    def unexpected() -> list[dict[str, Any]]:
-        raise AssertionError("listed every Service for a job that has a port")
+def test_the_ports_taken_are_asked_for_only_when_a_new_port_is_picked() -> None:
+    def unexpected() -> set[int]:
+        raise AssertionError("asked for the ports taken for a job that has a port")
 
     port = hostport.port_for(
         "ns",
@@ -120,8 +111,7 @@ def test_services_are_listed_only_when_a_new_port_is_picked() -> None:
         service=service(20003),
         remembered=None,
         pods=[],
-        services=unexpected,
-        handed_out=(),
+        taken=unexpected,
         **RANGE,
     )
     assert port == 20003
@@ -177,7 +167,7 @@ def test_host_network_pods_and_the_jobs_port_recorded_on_the_jobset() -> None:
     )
     built = build(trainjob("job").build(), doc, host_port=20007)
     js = jobset(built)
-    assert hostport.recorded(js) == 20007
+    assert hostports.recorded(js) == 20007
     for rjob in js["spec"]["replicatedJobs"]:
         spec = rjob["template"]["spec"]["template"]["spec"]
         assert (spec["hostNetwork"], spec["dnsPolicy"]) == (True, "ClusterFirstWithHostNet")
@@ -186,7 +176,7 @@ def test_host_network_pods_and_the_jobs_port_recorded_on_the_jobset() -> None:
 def test_without_a_host_port_pods_keep_their_own_network_and_29500() -> None:
     built = build(trainjob("job").build(), runtime("torch").build())
     js = jobset(built)
-    assert hostport.recorded(js) is None
+    assert hostports.recorded(js) is None
     spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     assert "hostNetwork" not in spec
     assert env(built)["PET_MASTER_PORT"] == "29500"
@@ -233,7 +223,7 @@ def test_only_rank_0_declares_the_jobs_port(name: str, expected: list[dict[str, 
 
 def test_the_service_records_the_jobs_port() -> None:
     js, _ = workload_pods(20007)
-    assert hostport.recorded(workload.desired_service(js)) == 20007
+    assert hostports.recorded(workload.desired_service(js)) == 20007
 
 
 def test_off_the_host_network_every_pod_keeps_the_template_ports() -> None:
@@ -242,7 +232,7 @@ def test_off_the_host_network_every_pod_keeps_the_template_ports() -> None:
         name: [{"containerPort": 29500}, {"name": "metrics", "containerPort": 9090}]
         for name in pods
     }
-    assert hostport.recorded(workload.desired_service(js)) is None
+    assert hostports.recorded(workload.desired_service(js)) is None
 
 
 @pytest.mark.parametrize(
