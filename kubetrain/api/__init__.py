@@ -10,11 +10,13 @@ from kubetrain.api._crds import crd_filename, crds
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._parse import KINDS, Resource, parse, subject
 from kubetrain.api._quantity import cpu_count, gpu_count, parse_quantity, whole_value
+from kubetrain.api._runtime_validation import MPI_LAUNCHER_AS_NODE_MESSAGE
 from kubetrain.api._trainer import (
     ANCESTOR_LABEL,
     LAUNCHER,
     NODE,
     TRAINER_ANCESTOR,
+    VOLCANO_QUEUE_ANNOTATION,
     ClusterTrainingRuntime,
     MLPolicy,
     Runtime,
@@ -24,6 +26,9 @@ from kubetrain.api._trainer import (
     TrainJob,
     TrainJobSpec,
 )
+from kubetrain.api._trainer_plugins import PluginCheck as TrainJobPluginCheck
+from kubetrain.api._trainer_plugins import PriorityClassLookup
+from kubetrain.api._trainer_plugins import register as register_trainjob_plugin_checks
 from kubetrain.api._v1 import (
     JOB_NAME_LABEL,
     JOB_ROLE_LABEL,
@@ -51,12 +56,14 @@ __all__ = [
     "JOB_ROLE_LABEL",
     "KINDS",
     "LAUNCHER",
+    "MPI_LAUNCHER_AS_NODE_MESSAGE",
     "NODE",
     "OPERATOR_NAME_LABEL",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
     "TRAINER_ANCESTOR",
     "V1_KINDS",
+    "VOLCANO_QUEUE_ANNOTATION",
     "ClusterTrainingRuntime",
     "ErrorType",
     "FieldError",
@@ -69,6 +76,7 @@ __all__ = [
     "MXJob",
     "PaddleJob",
     "Path",
+    "PriorityClassLookup",
     "PyTorchJob",
     "ReplicaSpec",
     "Resource",
@@ -79,6 +87,7 @@ __all__ = [
     "SchedulingPolicy",
     "TFJob",
     "TrainJob",
+    "TrainJobPluginCheck",
     "TrainJobSpec",
     "TrainerKind",
     "TrainingRuntime",
@@ -91,6 +100,7 @@ __all__ = [
     "gpu_count",
     "parse",
     "parse_quantity",
+    "register_trainjob_plugin_checks",
     "review",
     "subject",
     "whole_value",

@@ -16,7 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api import _defaults, _parse, _trainer, _trainer_defaults, _trainer_validation
+from kubetrain.api import (
+    _defaults,
+    _parse,
+    _trainer,
+    _trainer_defaults,
+    _trainer_plugins,
+    _trainer_validation,
+)
 from kubetrain.api import _fielderrors as fe
 from kubetrain.api import _validation as _v1_validation
 from kubetrain.api._fielderrors import FieldError
@@ -26,7 +33,7 @@ from kubetrain.errors import KubetrainError
 
 # Looks a runtime up by (kind, namespace, name); namespace is None for ClusterTrainingRuntime.
 RuntimeLookup = Callable[[str, str | None, str], "_trainer.Runtime | None"]
-PriorityClassLookup = Callable[[str], bool]  # whether a PriorityClass of that name exists
+PriorityClassLookup = _trainer_plugins.PriorityClassLookup
 # How deeply an object may nest objects and arrays, as the local API server and the command
 # line allow: far beyond real objects (kubetrain's deepest, its CRD schemas, nest about 35),
 # and well inside what parsing, validation and printing can recurse through.

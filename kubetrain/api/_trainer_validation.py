@@ -1,8 +1,10 @@
 """Validation of TrainJob, and the entry points for all three ``trainer.kubeflow.org`` kinds.
 
-Covers what upstream checks in three places: the CRD schema (OpenAPI bounds and CEL rules),
-the validating webhook, and the ``CustomValidation`` phase of the runtime plugins (JobSet,
-Torch, MPI, XGBoost, Flux, Volcano). Every problem is returned at once, as a
+Covers what upstream checks in the CRD schema (OpenAPI bounds and CEL rules), the validating
+webhook, and the JobSet plugin's checks of a TrainJob against its runtime's template
+(initializers, patch and override targets). Each runtime plugin's own checks (Torch, MPI,
+XGBoost, Flux, Volcano) live with that plugin in ``kubetrain.frameworks.trainjob`` and are run
+through :mod:`._trainer_plugins`, after these. Every problem is returned at once, as a
 :class:`FieldError`, with upstream's message word for word where upstream has one. Paths are
 sometimes more precise than upstream's (an unknown patch target is reported at its own
 ``name`` rather than at the whole list) so a user can find the line to fix. Runtimes are
@@ -12,31 +14,28 @@ Runtime-dependent TrainJob checks run only when a runtime lookup is given; witho
 offline check of a single file) they are skipped, since nothing can be said about the runtime.
 
 Deliberately not checked: torchtune recipes and configs (``tune run`` commands) and the
-"JobSet still active" guard on patches, which need the cluster. The Volcano
-``priorityClassName`` lookup runs where the caller gives one (the local API server). Pure;
-never raises for malformed input.
+"JobSet still active" guard on patches, which need the cluster. Pure; never raises for
+malformed input.
 
 kubetrain's additions, each because upstream would accept the TrainJob and then silently
 ignore part of it:
 
 - ``trainer`` fields set against a runtime with no trainer-ancestor job holding a ``node``
   container are rejected;
-- with a v2.1 torch ``elasticPolicy``, ``trainer.numNodes`` must lie within minNodes..maxNodes,
-  and the rendezvous variables (``PET_RDZV_*``, ``PET_MAX_RESTARTS``) are reserved too;
-- with such an ``elasticPolicy``, ``trainer.numNodes`` may change while the job runs (a resize;
-  upstream declared elastic training but never implemented it); every other trainer field
-  stays immutable. Without a runtime lookup the change is refused, as upstream refuses it;
-- a string ``numProcPerNode`` against a Flux runtime is rejected like the MPI one.
+- with a v2.1 torch ``elasticPolicy``, ``trainer.numNodes`` may change while the job runs (a
+  resize; upstream declared elastic training but never implemented it); every other trainer
+  field stays immutable. Without a runtime lookup the change is refused, as upstream refuses
+  it. (The torch plugin bounds the new count by minNodes..maxNodes.)
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kubetrain.api import _fielderrors as fe
-from kubetrain.api import _podtemplate
+from kubetrain.api import _podtemplate, _trainer_plugins
 from kubetrain.api import _runtime_validation as rv
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._runtime_validation import ReplicatedJob, Runtime
@@ -49,17 +48,13 @@ from kubetrain.api._trainer import (
     NODE,
     SUPPORT_LABEL,
     TRAINER_ANCESTOR,
-    VOLCANO_QUEUE_ANNOTATION,
     ClusterTrainingRuntime,
     ContainerOverride,
     InitializerSource,
-    MLPolicy,
-    MPIPolicy,
     PodSpecOverride,
     PodTemplateOverride,
     RuntimePatch,
     RuntimeRef,
-    TorchPolicy,
     Trainer,
     TrainerKind,
     TrainingRuntime,
@@ -68,7 +63,7 @@ from kubetrain.api._trainer import (
 from kubetrain.api._trainer_defaults import set_defaults
 
 RuntimeLookup = Callable[[str, "str | None", str], "Runtime | None"]
-PriorityClassLookup = Callable[[str], bool]
+PriorityClassLookup = _trainer_plugins.PriorityClassLookup
 
 # --- upstream messages (CRD CEL rules, webhooks, plugins) -----------------------------------
 
@@ -81,10 +76,6 @@ MANAGED_BY_MESSAGE = (
 STORAGE_URI_MESSAGE = "storageUri may be empty, or it must be a valid URI (scheme://...)"
 NUM_PROC_MIN_MESSAGE = "numProcPerNode must be greater than or equal to 1"
 NUM_PROC_TORCH_MESSAGE = "must have an int value or [auto cpu gpu]"
-NUM_PROC_MPI_MESSAGE = "must have an int value for MPI TrainJob"
-RESERVED_ENVS_MESSAGE = "must not have reserved envs, invalid envs configured: [{names}]"
-XGBOOST_RESERVED_MESSAGE = "{name} is reserved for the XGBoost runtime"
-FLUX_INSTALLER_MESSAGE = "InitContainer 'flux-installer' is reserved"
 RUNTIME_MISSING_MESSAGE = (
     '{resource}.trainer.kubeflow.org "{name}" not found: specified {kind} must be created '
     "before the TrainJob is created"
@@ -110,15 +101,6 @@ PATCHES_SUSPENDED_MESSAGE = (
 OVERRIDES_SUSPENDED_MESSAGE = (
     "PodTemplateOverrides can only be modified when the TrainJob is suspended"
 )
-ENV_INJECTION_TARGET_MESSAGE = (
-    'envInjection target podSet "{job}" container "{container}" not found in runtime template'
-)
-VOLCANO_QUEUE_MESSAGE = "Volcano queue name must not be empty"
-VOLCANO_PRIORITY_CLASS_PATH = "spec.templateSpec.priorityClassName"  # upstream's path
-VOLCANO_PRIORITY_CLASS_MESSAGE = (
-    'PriorityClass "{name}" doesn\'t exist: priorityclasses.scheduling.k8s.io "{name}" not found'
-)
-SYSTEM_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 DEPRECATION_POLICY_URL = (
     "https://trainer.kubeflow.org/en/latest/operator-guides/runtime.html#runtime-deprecation-policy"
 )
@@ -153,34 +135,9 @@ RUNTIME_KINDS: tuple[str, ...] = (ClusterTrainingRuntime.KIND, TrainingRuntime.K
 # Containers whose env only the Trainer and Initializer APIs may set.
 API_ENV_CONTAINERS: tuple[str, ...] = (DATASET_INITIALIZER, MODEL_INITIALIZER, NODE)
 INITIALIZER_VOLUME = "initializer"
-FLUX_INSTALLER = "flux-installer"
 DEFAULT_NAMESPACE = "default"
 DEPRECATED = "deprecated"
 
-TORCH_RESERVED_ENV: tuple[str, ...] = (
-    "PET_NNODES",
-    "PET_NPROC_PER_NODE",
-    "PET_NODE_RANK",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
-)
-TORCH_ELASTIC_RESERVED_ENV: tuple[str, ...] = (
-    "PET_RDZV_BACKEND",
-    "PET_RDZV_ENDPOINT",
-    "PET_MAX_RESTARTS",
-)
-MPI_RESERVED_ENV: tuple[str, ...] = (
-    "OMPI_MCA_orte_default_hostfile",
-    "OMPI_MCA_plm_rsh_args",
-    "OMPI_MCA_orte_keep_fqdn_hostnames",
-    "OMPI_MCA_orte_set_default_slots",
-)
-XGBOOST_RESERVED_ENV: tuple[str, ...] = (
-    "DMLC_TRACKER_URI",
-    "DMLC_TRACKER_PORT",
-    "DMLC_TASK_ID",
-    "DMLC_NUM_WORKER",
-)
 # PodSpecPatch fields that CEL keeps immutable once a patch for a job carries them.
 IMMUTABLE_POD_PATCH_FIELDS: tuple[str, ...] = (
     "serviceAccountName",
@@ -601,14 +558,11 @@ def _runtime_dependent_errors(
     job: TrainJob, runtime: Runtime, find_priority_class: PriorityClassLookup | None = None
 ) -> list[FieldError]:
     jobs = rv.replicated_jobs(runtime)
-    policy = runtime.spec.ml_policy if runtime.spec else None
     errors = _initializer_runtime_errors(job, jobs)
     errors += _patch_target_errors(job, jobs)
     errors += _override_target_errors(job, jobs)
     errors += _trainer_target_errors(job, runtime, jobs)
-    if policy is not None:
-        errors += _policy_plugin_errors(job, policy, jobs)
-    errors += _volcano_errors(job, runtime, jobs, find_priority_class)
+    errors += _trainer_plugins.run(job, runtime, find_priority_class)
     return errors
 
 
@@ -745,152 +699,3 @@ def _trainer_target_errors(
     if target is not None and target.container(NODE) is not None:
         return []
     return [fe.forbidden("spec.trainer", TRAINER_IGNORED_MESSAGE.format(runtime=runtime.name))]
-
-
-def _policy_plugin_errors(
-    job: TrainJob, policy: MLPolicy, jobs: list[ReplicatedJob]
-) -> list[FieldError]:
-    trainer = job.spec.trainer if job.spec else None
-    errors: list[FieldError] = []
-    if policy.torch is not None:
-        errors += _torch_plugin_errors(trainer, policy.torch, jobs)
-    if policy.mpi is not None:
-        errors += _mpi_plugin_errors(trainer, policy.mpi, jobs)
-    if policy.xgboost is not None and trainer is not None:
-        errors += _xgboost_plugin_errors(trainer)
-    if policy.flux is not None:
-        errors += _flux_plugin_errors(trainer, jobs)
-    return errors
-
-
-def _reserved_env_error(trainer: Trainer | None, reserved: Iterable[str]) -> list[FieldError]:
-    names = rv.env_names(trainer.env if trainer else None)
-    found = sorted(set(names) & set(reserved))
-    if not found:
-        return []
-    detail = RESERVED_ENVS_MESSAGE.format(names=" ".join(found))
-    return [fe.invalid("spec.trainer.env", names, detail)]
-
-
-def _torch_plugin_errors(
-    trainer: Trainer | None, torch: TorchPolicy, jobs: list[ReplicatedJob]
-) -> list[FieldError]:
-    errors: list[FieldError] = []
-    for target in (torch.env_injection.targets if torch.env_injection else None) or ():
-        rjob = rv.job_by_name(jobs, target.job_name or "")
-        known = rjob.container_names() if rjob else set()
-        for container in target.container_names or ():
-            if container not in known:
-                detail = ENV_INJECTION_TARGET_MESSAGE.format(
-                    job=target.job_name, container=container
-                )
-                errors.append(fe.invalid("spec.runtimeRef", target.to_dict(), detail))
-    elastic = torch.elastic_policy
-    reserved = TORCH_RESERVED_ENV + (TORCH_ELASTIC_RESERVED_ENV if elastic else ())
-    errors += _reserved_env_error(trainer, reserved)
-    if elastic is not None and trainer is not None and trainer.num_nodes is not None:
-        low, high = elastic.min_nodes or 1, elastic.max_nodes
-        if trainer.num_nodes < low or (high is not None and trainer.num_nodes > high):
-            bounds = f"[{low}, {high if high is not None else 'unbounded'}]"
-            errors.append(
-                fe.invalid(
-                    "spec.trainer.numNodes",
-                    trainer.num_nodes,
-                    f"must be within the runtime's torch elasticPolicy minNodes..maxNodes {bounds}",
-                )
-            )
-    return errors
-
-
-def _mpi_plugin_errors(
-    trainer: Trainer | None, mpi: MPIPolicy, jobs: list[ReplicatedJob]
-) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if trainer is None:
-        return errors
-    nproc = trainer.num_proc_per_node
-    if isinstance(nproc, str):
-        errors.append(fe.invalid("spec.trainer.numProcPerNode", nproc, NUM_PROC_MPI_MESSAGE))
-    nodes = trainer.num_nodes if trainer.num_nodes is not None else 1
-    if nodes >= 2 and mpi.run_launcher_as_node and rv.lacks_launcher_or_node(jobs):
-        errors.append(
-            fe.invalid("spec.trainer.numNodes", trainer.num_nodes, rv.MPI_LAUNCHER_AS_NODE_MESSAGE)
-        )
-    return errors + _reserved_env_error(trainer, MPI_RESERVED_ENV)
-
-
-def _xgboost_plugin_errors(trainer: Trainer) -> list[FieldError]:
-    path = Path("spec").child("trainer", "env")
-    return [
-        fe.forbidden(str(path.index(i)), XGBOOST_RESERVED_MESSAGE.format(name=var["name"]))
-        for i, var in enumerate(trainer.env or ())
-        if isinstance(var, Mapping) and var.get("name") in XGBOOST_RESERVED_ENV
-    ]
-
-
-def _flux_plugin_errors(trainer: Trainer | None, jobs: list[ReplicatedJob]) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if trainer is not None and isinstance(trainer.num_proc_per_node, str):
-        errors.append(
-            fe.invalid(
-                "spec.trainer.numProcPerNode",
-                trainer.num_proc_per_node,
-                "must have an int value for Flux TrainJob",
-            )
-        )
-    node = rv.job_by_name(jobs, NODE)
-    for container in node.init_containers if node else ():
-        if container.get("name") == FLUX_INSTALLER:
-            errors.append(
-                fe.invalid("spec.trainer.initContainers", FLUX_INSTALLER, FLUX_INSTALLER_MESSAGE)
-            )
-    return errors
-
-
-def _volcano_errors(
-    job: TrainJob,
-    runtime: Runtime,
-    jobs: list[ReplicatedJob],
-    find_priority_class: PriorityClassLookup | None,
-) -> list[FieldError]:
-    """The Volcano plugin: a queue annotation on the JobSet, if present, must not be empty;
-    a pod template's ``priorityClassName`` must name a PriorityClass that exists (checked
-    where a lookup is given: the API server's admission)."""
-    spec = runtime.spec
-    if spec is None or spec.pod_group_policy is None or spec.pod_group_policy.volcano is None:
-        return []
-    annotations: dict[str, str] = {}
-    if spec.template is not None and spec.template.metadata is not None:
-        annotations.update(spec.template.metadata.annotations or {})
-    annotations.update((job.spec.annotations if job.spec else None) or {})
-    for patch in (job.spec.runtime_patches if job.spec else None) or ():
-        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
-        if template is not None and template.metadata is not None:
-            annotations.update(template.metadata.annotations or {})
-    errors: list[FieldError] = []
-    if annotations.get(VOLCANO_QUEUE_ANNOTATION) == "":
-        path = Path("spec").child("annotations").key(VOLCANO_QUEUE_ANNOTATION)
-        errors.append(fe.invalid(str(path), "", VOLCANO_QUEUE_MESSAGE))
-    for replicated in jobs if find_priority_class is not None else ():
-        pod_spec = replicated.pod_template.get("spec") if replicated.pod_template else None
-        name = pod_spec.get("priorityClassName") if isinstance(pod_spec, dict) else None
-        if not isinstance(name, str):
-            continue
-        if name in SYSTEM_PRIORITY_CLASSES:
-            break  # upstream stops looking at the first of these
-        if find_priority_class is not None and not find_priority_class(name):
-            detail = VOLCANO_PRIORITY_CLASS_MESSAGE.format(name=name)
-            errors.append(fe.invalid(VOLCANO_PRIORITY_CLASS_PATH, name, detail))
-    return errors
-    annotations: dict[str, str] = {}
-    if spec.template is not None and spec.template.metadata is not None:
-        annotations.update(spec.template.metadata.annotations or {})
-    annotations.update((job.spec.annotations if job.spec else None) or {})
-    for patch in (job.spec.runtime_patches if job.spec else None) or ():
-        template = patch.training_runtime_spec.template if patch.training_runtime_spec else None
-        if template is not None and template.metadata is not None:
-            annotations.update(template.metadata.annotations or {})
-    if annotations.get(VOLCANO_QUEUE_ANNOTATION) == "":
-        path = Path("spec").child("annotations").key(VOLCANO_QUEUE_ANNOTATION)
-        return [fe.invalid(str(path), "", VOLCANO_QUEUE_MESSAGE)]
-    return []

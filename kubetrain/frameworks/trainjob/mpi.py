@@ -16,6 +16,10 @@ pods run sshd; with ``runLauncherAsNode`` the launcher is also one of the hosts.
 Only OpenMPI is supported; asking for another implementation raises
 :class:`UnsupportedImplementation` with upstream's words. Generating the SSH key pair is the
 controller's job (it needs randomness); this module only names the Secret and its keys.
+
+Admission (:func:`validate`, upstream's MPI ``Validate``): ``numProcPerNode`` must be a number;
+``runLauncherAsNode`` with two or more nodes needs both the ``launcher`` and ``node`` jobs;
+and the TrainJob may not set the four ``OMPI_MCA_*`` variables.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any
 
 from kubetrain import api
 from kubetrain.errors import KubetrainError
-from kubetrain.frameworks.trainjob import node
+from kubetrain.frameworks.trainjob import node, reserved
 
 HOSTFILE_ENV = "OMPI_MCA_orte_default_hostfile"
 KEEP_FQDN_ENV = "OMPI_MCA_orte_keep_fqdn_hostnames"
@@ -48,6 +52,7 @@ HOSTFILE_CONFIG_MAP_SUFFIX = "-mpi-hostfile"
 HOSTFILE_DIR = "/etc/mpi"
 HOSTFILE_NAME = "hostfile"
 HOSTFILE_MODE = 0o444
+NUM_PROC_MESSAGE = "must have an int value for MPI TrainJob"
 
 
 class UnsupportedImplementation(KubetrainError):
@@ -197,3 +202,37 @@ def volume_mounts(runtime: api.Runtime, replicated_job: str) -> list[dict[str, A
     if replicated_job == api.NODE:
         return [ssh_auth_mount(runtime)]
     return []
+
+
+def lacks_launcher_or_node(runtime: api.Runtime) -> bool:
+    """What ``runLauncherAsNode`` needs for two or more nodes: both named jobs."""
+    return not (_has_job(runtime, api.LAUNCHER) and _has_job(runtime, api.NODE))
+
+
+def validate(
+    job: api.TrainJob, runtime: api.Runtime, _: api.PriorityClassLookup | None = None
+) -> list[api.FieldError]:
+    """The MPI plugin's admission checks; none without an MPI policy or a trainer."""
+    mpi = _policy(runtime)
+    trainer = job.spec.trainer if job.spec else None
+    if mpi is None or trainer is None:
+        return []
+    errors: list[api.FieldError] = []
+    nproc = trainer.num_proc_per_node
+    if isinstance(nproc, str):
+        errors.append(
+            api.FieldError(
+                api.ErrorType.INVALID, "spec.trainer.numProcPerNode", NUM_PROC_MESSAGE, nproc
+            )
+        )
+    nodes = trainer.num_nodes if trainer.num_nodes is not None else 1
+    if nodes >= 2 and mpi.run_launcher_as_node and lacks_launcher_or_node(runtime):
+        errors.append(
+            api.FieldError(
+                api.ErrorType.INVALID,
+                "spec.trainer.numNodes",
+                api.MPI_LAUNCHER_AS_NODE_MESSAGE,
+                trainer.num_nodes,
+            )
+        )
+    return errors + reserved.env_errors(job, RESERVED_ENV)

@@ -89,6 +89,24 @@ def containers(rjob: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
 
 
+def init_containers(rjob: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    items = _dig(rjob, "template", "spec", "template", "spec", "initContainers")
+    return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
+
+
+def container_names(rjob: Mapping[str, Any]) -> set[str]:
+    """The names of a replicated job's containers and init containers."""
+    return {
+        c["name"]
+        for c in containers(rjob) + init_containers(rjob)
+        if isinstance(c.get("name"), str)
+    }
+
+
+def replicated_job(runtime: api.Runtime, name: str) -> Mapping[str, Any] | None:
+    return next((j for j in replicated_jobs(runtime) if j["name"] == name), None)
+
+
 def _int(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 

@@ -29,6 +29,12 @@ kubetrain gives it the natural torchrun c10d contract:
 ``envInjection`` targets (master) receive the PET and master variables too, always including
 the master ones. kubetrain computes the env whether or not the TrainJob has a ``trainer``
 block; upstream skips injection without one, which leaves a multi-node torch job uncoordinated.
+
+Admission (:func:`validate`, upstream's torch ``Validate``): every ``envInjection`` target
+container must exist in the runtime's template; the TrainJob may not set the variables above
+(the rendezvous ones only on an elastic runtime); and, kubetrain's addition, on an elastic
+runtime ``trainer.numNodes`` must lie within ``minNodes..maxNodes``, since upstream would
+accept any count and start a job its own policy says cannot run.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain import api
-from kubetrain.frameworks.trainjob import node
+from kubetrain.frameworks.trainjob import node, reserved
 
 NNODES = "PET_NNODES"
 NPROC_PER_NODE = "PET_NPROC_PER_NODE"
@@ -52,6 +58,12 @@ ELASTIC_RESERVED_ENV: tuple[str, ...] = (RDZV_BACKEND, RDZV_ENDPOINT, MAX_RESTAR
 C10D = "c10d"
 TORCHTUNE_ENTRYPOINT: tuple[str, ...] = ("tune", "run")
 AUTO, CPU = "auto", "cpu"
+ENV_INJECTION_TARGET_MESSAGE = (
+    'envInjection target podSet "{job}" container "{container}" not found in runtime template'
+)
+ELASTIC_NUM_NODES_MESSAGE = (
+    "must be within the runtime's torch elasticPolicy minNodes..maxNodes {bounds}"
+)
 
 
 def _policy(runtime: api.Runtime) -> Any:
@@ -171,3 +183,42 @@ def injection_targets(runtime: api.Runtime) -> list[tuple[str, str]]:
 
 def ports(port: int = node.PORT) -> list[dict[str, Any]]:
     return [node.trainer_port(port)]
+
+
+def validate(
+    job: api.TrainJob, runtime: api.Runtime, _: api.PriorityClassLookup | None = None
+) -> list[api.FieldError]:
+    """The torch plugin's admission checks (see the module docstring); none without torch."""
+    torch = _policy(runtime)
+    if torch is None:
+        return []
+    errors: list[api.FieldError] = []
+    for target in (torch.env_injection.targets if torch.env_injection else None) or ():
+        rjob = node.replicated_job(runtime, target.job_name or "")
+        known = node.container_names(rjob) if rjob is not None else set()
+        for container in target.container_names or ():
+            if container not in known:
+                detail = ENV_INJECTION_TARGET_MESSAGE.format(
+                    job=target.job_name, container=container
+                )
+                errors.append(
+                    api.FieldError(
+                        api.ErrorType.INVALID, "spec.runtimeRef", detail, target.to_dict()
+                    )
+                )
+    elastic = torch.elastic_policy
+    errors += reserved.env_errors(job, RESERVED_ENV + (ELASTIC_RESERVED_ENV if elastic else ()))
+    trainer = job.spec.trainer if job.spec else None
+    if elastic is not None and trainer is not None and trainer.num_nodes is not None:
+        low, high = elastic.min_nodes or 1, elastic.max_nodes
+        if trainer.num_nodes < low or (high is not None and trainer.num_nodes > high):
+            bounds = f"[{low}, {high if high is not None else 'unbounded'}]"
+            errors.append(
+                api.FieldError(
+                    api.ErrorType.INVALID,
+                    "spec.trainer.numNodes",
+                    ELASTIC_NUM_NODES_MESSAGE.format(bounds=bounds),
+                    trainer.num_nodes,
+                )
+            )
+    return errors

@@ -12,10 +12,14 @@ names are reserved (a TrainJob may not set them):
 
 29500 is the default of ``port``: on a shared host network each job is given its own.
 As for torch, kubetrain computes the env even without a ``trainer`` block.
+
+Admission (:func:`validate`, upstream's XGBoost ``Validate``): each reserved variable the
+TrainJob's ``trainer.env`` sets is refused at its own index, in upstream's words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain import api
@@ -26,6 +30,7 @@ TRACKER_PORT = "DMLC_TRACKER_PORT"
 TASK_ID = "DMLC_TASK_ID"
 NUM_WORKER = "DMLC_NUM_WORKER"
 RESERVED_ENV: tuple[str, ...] = (TRACKER_URI, TRACKER_PORT, TASK_ID, NUM_WORKER)
+RESERVED_MESSAGE = "{name} is reserved for the XGBoost runtime"
 
 
 def num_workers(job: api.TrainJob, runtime: api.Runtime) -> int:
@@ -44,3 +49,22 @@ def env(job: api.TrainJob, runtime: api.Runtime, port: int = node.PORT) -> list[
 
 def ports(port: int = node.PORT) -> list[dict[str, Any]]:
     return [node.trainer_port(port)]
+
+
+def validate(
+    job: api.TrainJob, runtime: api.Runtime, _: api.PriorityClassLookup | None = None
+) -> list[api.FieldError]:
+    """The XGBoost plugin's admission checks; none without an XGBoost policy or a trainer."""
+    policy = node.ml_policy(runtime)
+    trainer = job.spec.trainer if job.spec else None
+    if policy is None or policy.xgboost is None or trainer is None:
+        return []
+    return [
+        api.FieldError(
+            api.ErrorType.FORBIDDEN,
+            str(api.Path("spec").child("trainer", "env").index(i)),
+            RESERVED_MESSAGE.format(name=var["name"]),
+        )
+        for i, var in enumerate(trainer.env or ())
+        if isinstance(var, Mapping) and var.get("name") in RESERVED_ENV
+    ]

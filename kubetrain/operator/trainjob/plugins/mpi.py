@@ -85,8 +85,7 @@ class MPI:
                 api.FieldError(
                     api.ErrorType.INVALID,
                     "spec.trainer.numNodes",
-                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does "
-                    "not have either launcher and node",
+                    api.MPI_LAUNCHER_AS_NODE_MESSAGE,
                     nodes,
                 )
             )

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from kubetrain.api import _trainer_defaults, _trainer_validation
+from kubetrain.api import _trainer_defaults
 from kubetrain.frameworks.trainjob import mpi
 from tests.unit.api.trainers import replicated_job, runtime, trainjob
 
@@ -226,5 +226,7 @@ def test_an_implementation_other_than_openmpi_is_refused_in_upstreams_words() ->
 
 def test_validation_reserves_exactly_the_names_the_contract_injects() -> None:
     names = tuple(var["name"] for var in mpi.launcher_env(job(), mpi_runtime()))
-    assert sorted(names) == sorted(_trainer_validation.MPI_RESERVED_ENV)
-    assert mpi.RESERVED_ENV == _trainer_validation.MPI_RESERVED_ENV
+    own = [{"name": name, "value": "1"} for name in names]
+    errors = mpi.validate(model(trainjob("a").trainer(env=own).build()), mpi_runtime())
+    assert [e.path for e in errors] == ["spec.trainer.env"]
+    assert errors[0].detail.endswith("[" + " ".join(sorted(names)) + "]")

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from kubetrain.api import _trainer_validation
 from kubetrain.frameworks.trainjob import node, torch
 from tests.unit.api.trainers import replicated_job, runtime, trainer_job, trainjob
 
@@ -275,9 +274,16 @@ def test_env_injection_targets_get_the_master_variables_even_for_torchtune() -> 
     assert "PET_MASTER_ADDR" not in [var["name"] for var in torch.env(job, rt)]
 
 
-def test_validation_reserves_exactly_the_names_the_contract_injects() -> None:
-    assert torch.RESERVED_ENV == _trainer_validation.TORCH_RESERVED_ENV
-    assert torch.ELASTIC_RESERVED_ENV == _trainer_validation.TORCH_ELASTIC_RESERVED_ENV
+def test_validation_refuses_exactly_the_names_the_contract_injects() -> None:
+    rt = admitted(
+        runtime("torch").policy("torch", elasticPolicy={"minNodes": 1, "maxNodes": 2}).build()
+    )
+    injected = [var["name"] for var in torch.injected_env(admitted(trainjob("t").build()), rt)]
+    own = [{"name": name, "value": "1"} for name in [*injected, "MY_OWN"]]
+    job = admitted(trainjob("t").trainer(env=own).build())
+    errors = torch.validate(job, rt)
+    assert [e.path for e in errors] == ["spec.trainer.env"]
+    assert errors[0].detail.endswith("[" + " ".join(sorted(injected)) + "]")
 
 
 # --- a job given its own port (pods on a shared host network) ------------------------------

@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from kubetrain.api import _trainer_validation
 from kubetrain.frameworks.trainjob import xgboost
 from tests.unit.api.trainers import runtime, trainer_job, trainjob
 
@@ -82,8 +81,16 @@ def test_xgboost_env(
     assert xgboost.ports() == [{"containerPort": 29500}]
 
 
-def test_validation_reserves_exactly_the_names_the_contract_injects() -> None:
-    assert xgboost.RESERVED_ENV == _trainer_validation.XGBOOST_RESERVED_ENV
+def test_validation_refuses_exactly_the_names_the_contract_injects() -> None:
+    rt = admitted(runtime("xgboost").build())
+    injected = [var["name"] for var in xgboost.env(admitted(trainjob("t").build()), rt)]
+    own = [{"name": name, "value": "1"} for name in ["MY_OWN", *injected]]
+    job = admitted(trainjob("t").trainer(env=own).build())
+    errors = xgboost.validate(job, rt)
+    assert [e.path for e in errors] == [f"spec.trainer.env[{i}]" for i in range(1, len(own))]
+    assert [e.detail for e in errors] == [
+        f"{n} is reserved for the XGBoost runtime" for n in injected
+    ]
 
 
 def test_a_jobs_own_port_is_the_trackers() -> None:
