@@ -4,20 +4,22 @@ Every pod gets ``scheduling.k8s.io/group-name: <job>``; the PodGroup of that nam
 ``minMember`` and ``minResources``, the ``queue`` from the ``scheduling.volcano.sh/queue-name``
 annotation (runtime template, overridden by the TrainJob), the ``priorityClassName`` of the pod
 templates (the last one set wins, as upstream), and ``networkTopology`` from the runtime's
-volcano policy. Admission already rejects an empty queue name. As for coscheduling, an existing
-PodGroup changes only while the TrainJob is suspended, and ``schedulerName`` is the runtime's.
+volcano policy. As for coscheduling, an existing PodGroup changes only while the TrainJob is
+suspended, and ``schedulerName`` is the runtime's. Its admission checks (an empty queue name,
+a PriorityClass that does not exist) are :mod:`kubetrain.frameworks.trainjob.volcano`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from kubetrain import api
 from kubetrain.operator.trainjob import phases, runtime_info
 from kubetrain.operator.trainjob.plugins import gang
 
 API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
 GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
-QUEUE_ANNOTATION: Final = "scheduling.volcano.sh/queue-name"
+QUEUE_ANNOTATION: Final = api.VOLCANO_QUEUE_ANNOTATION
 
 
 def _policy(info: runtime_info.RuntimeInfo) -> Any:
