@@ -23,10 +23,14 @@ endif
 # `make run` installs what the main example needs and nothing more: kubetrain, torch (CPU wheel)
 # and scikit-learn (the train extra). Every other framework, MPI and the Kubeflow SDKs come with
 # `make extras` (and `make test`), each behind a stamp of its own.
+# setuptools' editable install of a flat layout ends with a notice, not a warning, that a folder
+# named like the package in the working directory could shadow it: hidden, as pip's --quiet does.
+EDITABLE := PYTHONWARNINGS=ignore::UserWarning:setuptools.command.editable_wheel \
+  $(BIN)/python -m pip install --quiet -e
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[train]'
+	$(EDITABLE) '.[train]'
 	touch $(STAMP)
 
 # Open MPI for the MPIJob example (mpirun; mpicc too, should mpi4py build from source) comes
@@ -41,7 +45,7 @@ $(EXTRAS_STAMP): $(STAMP)
 	        openmpi-bin libopenmpi-dev >/dev/null; } \
 	      || echo "note: could not install Open MPI; the MPI example and its test need mpirun"; \
 	  else echo "note: no mpirun, and no apt-get to install it: the MPI example needs Open MPI"; fi; }
-	$(BIN)/python -m pip install --quiet -e '.[all]'
+	$(EDITABLE) '.[all]'
 	touch $@
 
 ## extras: every framework's examples (TensorFlow, Paddle, JAX, XGBoost, MPI with Open MPI),
@@ -53,7 +57,7 @@ extras: $(EXTRAS_STAMP)
 # check of the whole environment, which that directory never joins, is left out).
 TEST_STAMP := $(VENV)/.installed-test
 $(TEST_STAMP): $(EXTRAS_STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[all,test]'
+	$(EDITABLE) '.[all,test]'
 	test -f $(VENV)/kubeflow-sdk/kubeflow/trainer/__init__.py || \
 	  $(BIN)/python -m pip install --quiet --no-warn-conflicts --target $(VENV)/kubeflow-sdk \
 	    'kubeflow==0.5.0'
@@ -62,7 +66,7 @@ $(TEST_STAMP): $(EXTRAS_STAMP)
 ## run: install, start the local control plane, run the main example job with live logs
 run: $(STAMP)
 	$(BIN)/kubetrain up >/dev/null
-	-$(BIN)/kubetrain delete pytorchjob/pytorch-ddp --cascade foreground >/dev/null 2>&1
+	$(BIN)/kubetrain delete pytorchjob/pytorch-ddp --cascade foreground >/dev/null 2>&1 || true
 	$(BIN)/kubetrain run -f examples/pytorch/pytorchjob.yaml
 
 ## envtest: unpack the real control plane's binaries and install etcd (see above)

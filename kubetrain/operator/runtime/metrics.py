@@ -1,14 +1,15 @@
-"""The operator's Prometheus metrics: a small registry and the text it serves on /metrics.
+"""The operator's Prometheus metrics, on ``prometheus_client``, and the text served on /metrics.
 
 The names are upstream's, so existing dashboards and alerts keep working: the Training
 Operator's job counters (``training_operator_jobs_*_total{job_namespace, framework}`` and its
 unlabelled pod, service and PodGroup counters, kubeflow-operator.md §6.1), controller-runtime's
-``controller_runtime_reconcile_*`` and client-go's ``workqueue_*`` (python-operator-stack.md §9),
-and ``leader_election_master_status``. Informer restarts and relists, and events the recorder
-dropped, are kubetrain's own.
+``controller_runtime_reconcile_*`` with its buckets, client-go's ``workqueue_*`` with its
+buckets (python-operator-stack.md §9), and ``leader_election_master_status``. Informer restarts
+and relists, and events the recorder dropped, are kubetrain's own.
 
-A registry is a few dozen lines here, which is why there is no dependency for it: counters,
-gauges and histograms with labels, written in the text exposition format 0.0.4.
+Each :class:`Metrics` has a registry of its own, never ``prometheus_client``'s process-wide
+one. The ``*_created`` timestamps that ``prometheus_client`` adds by default are switched off:
+upstream's Go client serves none, so the exposition is the series upstream's is.
 
 Owns: metric families, their values and the exposition text. Must not: serve HTTP (the
 server module does) or decide when anything is counted (the components that count do).
@@ -16,10 +17,14 @@ server module does) or decide when anything is counted (the components that coun
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Sequence
-from typing import Any, Final, Generic, TypeVar
+from collections.abc import Sequence
+from typing import Any, Final
 
+import prometheus_client
+
+prometheus_client.disable_created_metrics()
+
+# The text exposition format of client_golang's default (prometheus_client writes it).
 CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 
 # controller-runtime's buckets for controller_runtime_reconcile_time_seconds
@@ -32,195 +37,79 @@ RECONCILE_BUCKETS: Final = (
 QUEUE_BUCKETS: Final = tuple(10.0**e for e in range(-8, 4))
 
 
-class _Counter:
-    def __init__(self) -> None:
-        self.value = 0.0
+class Registry(prometheus_client.CollectorRegistry):
+    """A registry of its own (never the process-wide one), and its exposition text."""
 
-    def inc(self, amount: float = 1.0) -> None:
-        if amount < 0:
-            raise ValueError("a counter only goes up")
-        self.value += amount
+    def exposition(self) -> str:
+        """Every family in the text format of :data:`CONTENT_TYPE`, in registration order."""
+        return prometheus_client.generate_latest(self).decode()
 
 
-class _Gauge:
-    def __init__(self) -> None:
-        self.value = 0.0
+class _ReadBack:
+    """What was counted, read back: reconcilers' and queues' tests assert it. The library
+    keeps a family's children and a child's value in attributes it does not document (stable
+    since its first releases); these properties are the one place that reads them."""
 
-    def set(self, value: float) -> None:
-        self.value = float(value)
+    _name: str
+    _labelnames: tuple[str, ...]
+    _metrics: dict[tuple[str, ...], Any]
+    _value: Any
 
-    def inc(self, amount: float = 1.0) -> None:
-        self.value += amount
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        return tuple(self._labelnames)
 
-    def dec(self, amount: float = 1.0) -> None:
-        self.value -= amount
-
-
-class _Histogram:
-    def __init__(self, buckets: Sequence[float]) -> None:
-        self.bounds = tuple(buckets)
-        self.counts = [0] * len(self.bounds)
-        self.sum = 0.0
-        self.count = 0
-
-    def observe(self, value: float) -> None:
-        self.sum += value
-        self.count += 1
-        for i, bound in enumerate(self.bounds):
-            if value <= bound:
-                self.counts[i] += 1
-
-
-C = TypeVar("C", _Counter, _Gauge, _Histogram)
-
-
-class _Family(Generic[C]):
-    """A metric and its children, one per combination of label values. A family without
-    labels has its one child from the start, so it is exposed (as 0) before first use."""
-
-    type: str = ""
-
-    def __init__(self, name: str, help: str, labels: Sequence[str] = ()) -> None:
-        self.name = name
-        self.help = help
-        self.label_names = tuple(labels)
-        self.children: dict[tuple[str, ...], C] = {}
-        if not self.label_names:
-            self.children[()] = self._new()
-
-    def _new(self) -> C:
-        raise NotImplementedError
-
-    def labels(self, *values: str, **named: str) -> C:
-        """The child for these label values, given in order or by name."""
-        if values and named:
-            raise ValueError("give label values in order or by name, not both")
-        if named:
-            if set(named) != set(self.label_names):
-                raise ValueError(f"{self.name} has labels {', '.join(self.label_names)}")
-            values = tuple(named[n] for n in self.label_names)
-        if len(values) != len(self.label_names):
-            raise ValueError(f"{self.name} has labels {', '.join(self.label_names)}")
-        key = tuple(str(v) for v in values)
-        child = self.children.get(key)
-        if child is None:
-            child = self.children[key] = self._new()
-        return child
-
-    def _only(self) -> C:
-        if self.label_names:
-            raise ValueError(f"{self.name} has labels: use .labels(...)")
-        return self.children[()]
-
-    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
-        raise NotImplementedError
-
-
-class _Valued(_Family[C]):
-    """A family whose children each hold one number: counters and gauges."""
+    @property
+    def children(self) -> dict[tuple[str, ...], Any]:
+        """The children made so far, by label values (none for an unlabelled family)."""
+        return dict(getattr(self, "_metrics", {}))
 
     @property
     def value(self) -> float:
-        return self._only().value
-
-    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
-        for values, child in sorted(self.children.items()):
-            yield self.name, dict(zip(self.label_names, values, strict=True)), child.value
-
-
-class Counter(_Valued[_Counter]):
-    type = "counter"
-
-    def _new(self) -> _Counter:
-        return _Counter()
-
-    def inc(self, amount: float = 1.0) -> None:
-        self._only().inc(amount)
+        """A child's value, or an unlabelled family's; a labelled family has none."""
+        if self._labelnames and not hasattr(self, "_value"):
+            raise ValueError(
+                f"{self._name} has labels {', '.join(self._labelnames)}: use .labels()"
+            )
+        return float(self._value.get())
 
 
-class Gauge(_Valued[_Gauge]):
-    type = "gauge"
-
-    def _new(self) -> _Gauge:
-        return _Gauge()
-
-    def set(self, value: float) -> None:
-        self._only().set(value)
+class Counter(_ReadBack, prometheus_client.Counter):
+    """``prometheus_client``'s counter, whose value reads back."""
 
 
-class Histogram(_Family[_Histogram]):
-    type = "histogram"
-
-    def __init__(
-        self, name: str, help: str, labels: Sequence[str] = (), *, buckets: Sequence[float]
-    ) -> None:
-        if list(buckets) != sorted(buckets) or not buckets:
-            raise ValueError(f"{name}: buckets must be given in increasing order")
-        self.buckets = tuple(float(b) for b in buckets if not math.isinf(b))
-        super().__init__(name, help, labels)
-
-    def _new(self) -> _Histogram:
-        return _Histogram(self.buckets)
-
-    def observe(self, value: float) -> None:
-        self._only().observe(value)
-
-    def samples(self) -> Iterator[tuple[str, dict[str, str], float]]:
-        for values, child in sorted(self.children.items()):
-            labels = dict(zip(self.label_names, values, strict=True))
-            for bound, count in zip(child.bounds, child.counts, strict=True):
-                yield f"{self.name}_bucket", {**labels, "le": _number(bound)}, count
-            yield f"{self.name}_bucket", {**labels, "le": "+Inf"}, child.count
-            yield f"{self.name}_sum", labels, child.sum
-            yield f"{self.name}_count", labels, child.count
+class Gauge(_ReadBack, prometheus_client.Gauge):
+    """``prometheus_client``'s gauge, whose value reads back."""
 
 
-class Registry:
-    """Metric families by name; :meth:`exposition` writes them all."""
+Histogram = prometheus_client.Histogram
 
-    def __init__(self) -> None:
-        self.families: dict[str, _Family[Any]] = {}
 
-    def _add(self, family: _Family[Any]) -> None:
-        if family.name in self.families:
-            raise ValueError(f"metric {family.name} is already registered")
-        self.families[family.name] = family
+class _Families:
+    """Makes families on one registry."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
 
     def counter(self, name: str, help: str, labels: Sequence[str] = ()) -> Counter:
-        family = Counter(name, help, labels)
-        self._add(family)
-        return family
+        return Counter(name, help, labels, registry=self.registry)
 
     def gauge(self, name: str, help: str, labels: Sequence[str] = ()) -> Gauge:
-        family = Gauge(name, help, labels)
-        self._add(family)
-        return family
+        return Gauge(name, help, labels, registry=self.registry)
 
     def histogram(
         self, name: str, help: str, labels: Sequence[str] = (), *, buckets: Sequence[float]
     ) -> Histogram:
-        family = Histogram(name, help, labels, buckets=buckets)
-        self._add(family)
-        return family
-
-    def exposition(self) -> str:
-        """Every family, sorted by name, in the Prometheus text format (version 0.0.4)."""
-        lines: list[str] = []
-        for name in sorted(self.families):
-            family = self.families[name]
-            lines.append(f"# HELP {name} {_escape_help(family.help)}")
-            lines.append(f"# TYPE {name} {family.type}")
-            for sample, labels, value in family.samples():
-                lines.append(f"{sample}{_labels(labels)} {_number(value)}")
-        return "\n".join(lines) + "\n"
+        return Histogram(name, help, labels, registry=self.registry, buckets=buckets)
 
 
 class Metrics:
-    """Every metric the operator exposes, on one registry."""
+    """Every metric the operator exposes, on one registry: a manager's own, so two operators
+    in one process (tests run several) count apart."""
 
     def __init__(self, registry: Registry | None = None) -> None:
-        self.registry = registry or Registry()
-        r = self.registry
+        self.registry = registry if registry is not None else Registry()
+        r = _Families(self.registry)
         job = ("job_namespace", "framework")
         # the Training Operator's (pkg/common/metrics.go, controller.v1/common/*.go)
         self.jobs_created = r.counter(
@@ -333,28 +222,4 @@ class Metrics:
 
 
 METRICS = Metrics()
-"""The process's metrics: what the Manager serves, and what reconcilers count on."""
-
-
-def _number(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(float(value))
-
-
-def _escape_help(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n")
-
-
-def _escape_value(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def _labels(labels: dict[str, str]) -> str:
-    if not labels:
-        return ""
-    return "{" + ",".join(f'{k}="{_escape_value(v)}"' for k, v in labels.items()) + "}"
+"""The metrics of a controller or recorder made outside a manager; each manager has its own."""

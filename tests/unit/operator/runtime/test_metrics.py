@@ -1,109 +1,151 @@
-"""The metrics registry and its exposition text (Prometheus text format 0.0.4), and the
-upstream names dashboards rely on (kubeflow-operator.md §6.1, controller-runtime)."""
+"""The operator's metrics on prometheus_client: the exposition text a Prometheus server parses,
+upstream's names, labels and buckets (kubeflow-operator.md §6.1, controller-runtime), and a
+registry per set of metrics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrain.operator.runtime import metrics
 
 
-def test_exposition_of_a_counter_gauge_and_histogram() -> None:
-    registry = metrics.Registry()
-    jobs = registry.counter("jobs_total", "Jobs seen", ("job_namespace", "framework"))
-    registry.counter("pods_total", "Pods made")
-    depth = registry.gauge("depth", "Queue depth", ("name",))
-    took = registry.histogram("took_seconds", "Time taken", buckets=(0.1, 1.0))
-    jobs.labels(job_namespace="ns", framework="pytorch").inc()
-    jobs.labels("ns", "pytorch").inc(2)
-    jobs.labels("a", "tensorflow").inc()
-    depth.labels("q").set(3)
-    took.observe(0.05)
-    took.observe(0.5)
-    took.observe(7.25)
-    assert registry.exposition() == (
-        "# HELP depth Queue depth\n"
-        "# TYPE depth gauge\n"
-        'depth{name="q"} 3\n'
-        "# HELP jobs_total Jobs seen\n"
-        "# TYPE jobs_total counter\n"
-        'jobs_total{job_namespace="a",framework="tensorflow"} 1\n'
-        'jobs_total{job_namespace="ns",framework="pytorch"} 3\n'
-        "# HELP pods_total Pods made\n"
-        "# TYPE pods_total counter\n"
-        "pods_total 0\n"
-        "# HELP took_seconds Time taken\n"
-        "# TYPE took_seconds histogram\n"
-        'took_seconds_bucket{le="0.1"} 1\n'
-        'took_seconds_bucket{le="1"} 2\n'
-        'took_seconds_bucket{le="+Inf"} 3\n'
-        "took_seconds_sum 7.8\n"
-        "took_seconds_count 3\n"
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Each sample of an exposition, by name and sorted labels, as Prometheus reads it."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def families(text: str) -> dict[str, str]:
+    """Each family's type, by the name its TYPE line gives."""
+    types: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            types[name] = kind
+    return types
+
+
+def test_a_counter_gauge_and_histogram_as_prometheus_reads_them() -> None:
+    m = metrics.Metrics()
+    m.jobs_created.labels(job_namespace="ns", framework="pytorch").inc()
+    m.jobs_created.labels("ns", "pytorch").inc(2)
+    m.jobs_created.labels("a", "tensorflow").inc()
+    m.queue_depth.labels("q").set(3)
+    for took in (0.004, 0.5, 0.5, 75.0):
+        m.reconcile_time.labels("c").observe(took)
+    text = m.registry.exposition()
+    got = samples(text)
+    job = "training_operator_jobs_created_total"
+    assert got[(job, (("framework", "pytorch"), ("job_namespace", "ns")))] == 3
+    assert got[(job, (("framework", "tensorflow"), ("job_namespace", "a")))] == 1
+    assert got[("workqueue_depth", (("name", "q"),))] == 3
+    assert got[("created_pods_total", ())] == 0, "an unlabelled counter is served from the start"
+    time = "controller_runtime_reconcile_time_seconds"
+    buckets = {
+        float(dict(labels)["le"]): value
+        for (name, labels), value in got.items()
+        if name == f"{time}_bucket"
+    }
+    assert list(buckets) == [*metrics.RECONCILE_BUCKETS, float("inf")], "upstream's buckets"
+    assert (buckets[0.005], buckets[0.45], buckets[0.5], buckets[60.0]) == (1, 1, 3, 3)
+    assert buckets[float("inf")] == 4
+    assert got[(f"{time}_count", (("controller", "c"),))] == 4
+    assert got[(f"{time}_sum", (("controller", "c"),))] == pytest.approx(76.004)
+    assert not [name for name, _ in got if name.endswith("_created")], "no timestamps series"
+    assert (m.pods_created.value, m.jobs_created.labels("ns", "pytorch").value) == (0, 3)
+    assert set(m.jobs_created.children) == {("ns", "pytorch"), ("a", "tensorflow")}
+
+
+def test_label_values_are_escaped() -> None:
+    m = metrics.Metrics()
+    odd = 'quote " backslash \\ newline \n'
+    m.events_dropped.labels(odd).inc()
+    assert (
+        samples(m.registry.exposition())[("kubetrain_events_dropped_total", (("reason", odd),))]
+        == 1
     )
-
-
-def test_label_values_and_help_are_escaped() -> None:
-    registry = metrics.Registry()
-    c = registry.counter("c_total", 'a "help"\\ with\nnewline', ("v",))
-    c.labels('quote " backslash \\ newline \n').inc()
-    text = registry.exposition()
-    assert '# HELP c_total a "help"\\\\ with\\nnewline\n' in text
-    assert 'c_total{v="quote \\" backslash \\\\ newline \\n"} 1\n' in text
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        pytest.param(lambda c: c.labels("only-one"), "labels", id="too few label values"),
-        pytest.param(lambda c: c.labels(a="x", z="y"), "labels", id="a label it does not have"),
-        pytest.param(lambda c: c.inc(), "labels", id="a labelled counter used bare"),
-        pytest.param(lambda c: c.labels("x", "y").inc(-1), "only goes up", id="going down"),
+        pytest.param(lambda c: c.labels("only-one"), "label count", id="too few label values"),
+        pytest.param(lambda c: c.labels(a="x", z="y"), "label names", id="a label it lacks"),
+        pytest.param(lambda c: c.inc(), "missing label values", id="a labelled counter bare"),
+        pytest.param(lambda c: c.value, "use .labels", id="a labelled counter's value"),
+        pytest.param(lambda c: c.labels("x", "y").inc(-1), "non-negative", id="going down"),
     ],
 )
-def test_misuse_is_refused(call: object, message: str) -> None:
-    registry = metrics.Registry()
-    counter = registry.counter("c_total", "c", ("a", "b"))
+def test_misuse_is_refused(call: Callable[[metrics.Counter], object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        call(counter)  # type: ignore[operator]
+        call(metrics.Metrics().jobs_created)
 
 
-def test_a_name_registers_once() -> None:
-    registry = metrics.Registry()
-    registry.counter("c_total", "c")
-    with pytest.raises(ValueError, match="already registered"):
-        registry.gauge("c_total", "c")
+def test_each_set_of_metrics_has_a_registry_of_its_own() -> None:
+    one, two = metrics.Metrics(), metrics.Metrics()
+    one.pods_created.inc()
+    assert (one.pods_created.value, two.pods_created.value) == (1, 0)
+    assert "created_pods_total 0.0" in two.registry.exposition().splitlines()
+    with pytest.raises(ValueError, match="Duplicated"):
+        metrics.Metrics(one.registry)
 
 
 def test_the_operator_exposes_upstreams_names() -> None:
     m = metrics.Metrics()
-    m.jobs_created.labels(job_namespace="ns", framework="pytorch").inc()
     m.jobs_successful.labels(job_namespace="ns", framework="pytorch").inc()
     m.reconcile_total.labels(controller="pytorchjob-controller", result="success").inc()
     text = m.registry.exposition()
-    for line in [
-        'training_operator_jobs_created_total{job_namespace="ns",framework="pytorch"} 1',
-        'training_operator_jobs_successful_total{job_namespace="ns",framework="pytorch"} 1',
-        "# TYPE training_operator_jobs_deleted_total counter",
-        "# TYPE training_operator_jobs_failed_total counter",
-        "# TYPE training_operator_jobs_restarted_total counter",
-        "created_pods_total 0",
-        "deleted_pods_total 0",
-        "failed_pods_total 0",
-        "succeeded_service_creation_total 0",
-        "failed_service_creation_total 0",
-        "created_pod_groups_total 0",
-        "deleted_pod_groups_total 0",
-        'controller_runtime_reconcile_total{controller="pytorchjob-controller",result="success"} 1',
-        "# TYPE controller_runtime_reconcile_errors_total counter",
-        "# TYPE controller_runtime_reconcile_time_seconds histogram",
-        "# TYPE workqueue_depth gauge",
-        "# TYPE workqueue_adds_total counter",
-        "# TYPE workqueue_retries_total counter",
-        "# TYPE leader_election_master_status gauge",
-    ]:
-        assert line in text.splitlines(), line
-
-
-def test_the_process_has_one_default_registry() -> None:
-    assert isinstance(metrics.METRICS, metrics.Metrics)
-    assert metrics.METRICS.jobs_created.label_names == ("job_namespace", "framework")
+    assert families(text) == {
+        "training_operator_jobs_created_total": "counter",
+        "training_operator_jobs_deleted_total": "counter",
+        "training_operator_jobs_successful_total": "counter",
+        "training_operator_jobs_failed_total": "counter",
+        "training_operator_jobs_restarted_total": "counter",
+        "created_pods_total": "counter",
+        "deleted_pods_total": "counter",
+        "failed_pods_total": "counter",
+        "succeeded_service_creation_total": "counter",
+        "failed_service_creation_total": "counter",
+        "created_pod_groups_total": "counter",
+        "deleted_pod_groups_total": "counter",
+        "controller_runtime_reconcile_total": "counter",
+        "controller_runtime_reconcile_errors_total": "counter",
+        "controller_runtime_terminal_reconcile_errors_total": "counter",
+        "controller_runtime_reconcile_time_seconds": "histogram",
+        "controller_runtime_max_concurrent_reconciles": "gauge",
+        "controller_runtime_active_workers": "gauge",
+        "workqueue_depth": "gauge",
+        "workqueue_adds_total": "counter",
+        "workqueue_retries_total": "counter",
+        "workqueue_queue_duration_seconds": "histogram",
+        "workqueue_work_duration_seconds": "histogram",
+        "leader_election_master_status": "gauge",
+        "kubetrain_informer_watch_restarts_total": "counter",
+        "kubetrain_informer_relists_total": "counter",
+        "kubetrain_events_dropped_total": "counter",
+    }
+    lines = text.splitlines()
+    # client_golang's order of labels too: sorted by name
+    assert (
+        'training_operator_jobs_successful_total{framework="pytorch",job_namespace="ns"} 1.0'
+        in lines
+    )
+    assert (
+        'controller_runtime_reconcile_total{controller="pytorchjob-controller",result="success"}'
+        " 1.0" in lines
+    )
+    assert m.jobs_created.label_names == ("job_namespace", "framework")
+    assert m.reconcile_total.label_names == ("controller", "result")
+    m.queue_latency.labels("q").observe(2e-6)
+    les = [
+        float(dict(labels)["le"])
+        for (name, labels), value in samples(m.registry.exposition()).items()
+        if name == "workqueue_queue_duration_seconds_bucket"
+    ]
+    assert les == [*metrics.QUEUE_BUCKETS, float("inf")], "client-go's buckets"
