@@ -26,6 +26,7 @@ from kubetrain.api._trainer import (
     TrainJob,
     TrainJobSpec,
 )
+from kubetrain.api._trainer import GROUP as TRAINER_GROUP
 from kubetrain.api._trainer_plugins import PluginCheck as TrainJobPluginCheck
 from kubetrain.api._trainer_plugins import PriorityClassLookup
 from kubetrain.api._trainer_plugins import register as register_trainjob_plugin_checks
@@ -62,6 +63,7 @@ __all__ = [
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
     "TRAINER_ANCESTOR",
+    "TRAINER_GROUP",
     "V1_KINDS",
     "VOLCANO_QUEUE_ANNOTATION",
     "ClusterTrainingRuntime",
