@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubetrain import kube
+from kubetrain import kube, podgroups
 from kubetrain.cli import jobkinds, jobs
 from kubetrain.kube import resource
 from kubetrain.local.scheduler import amounts, gangs, queues, requests
@@ -32,7 +32,9 @@ from kubetrain.local.scheduler import amounts, gangs, queues, requests
 QUEUES: Final = kube.Resource(
     "scheduling.volcano.sh", "v1beta1", "queues", namespaced=False, kind="Queue"
 )
-POD_GROUPS: Final = kube.Resource("scheduling.volcano.sh", "v1beta1", "podgroups", kind="PodGroup")
+POD_GROUPS: Final = kube.Resource(
+    podgroups.VOLCANO_GROUP, podgroups.VOLCANO_VERSION, podgroups.PLURAL, kind=podgroups.KIND
+)
 KUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP: Final = "kueue.x-k8s.io"
 TERMINAL: Final = ("Succeeded", "Failed")
@@ -80,7 +82,7 @@ async def group(client: kube.Client, job: Mapping[str, Any]) -> dict[str, Any] |
     """The job's Volcano PodGroup (named like the job, in its namespace), if there is one."""
     try:
         found: dict[str, Any] = await client.get(
-            POD_GROUPS, jobs.name_of(job), namespace=jobs.namespace_of(job)
+            POD_GROUPS, podgroups.name_for(jobs.name_of(job)), namespace=jobs.namespace_of(job)
         )
     except kube.NotFound:
         return None
@@ -188,7 +190,7 @@ QUEUE_HELP: Final = (
 
 def group_of_job(job: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> Mapping | None:
     """The job's Volcano PodGroup (named like the job, in its namespace), if any."""
-    key = _group_key(job)
+    key = (jobs.namespace_of(job), podgroups.name_for(jobs.name_of(job)))
     return next((g for g in groups if _group_key(g) == key), None)
 
 

@@ -43,12 +43,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubetrain import podgroups
 from kubetrain.local.scheduler import amounts, messages, timestamps
 
-COSCHEDULING: Final = "scheduling.x-k8s.io/v1alpha1"
-VOLCANO: Final = "scheduling.volcano.sh/v1beta1"
-POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
-VOLCANO_ANNOTATIONS: Final = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+COSCHEDULING: Final = podgroups.COSCHEDULING
+VOLCANO: Final = podgroups.VOLCANO
 DEFAULT_SCHEDULER: Final = {COSCHEDULING: "scheduler-plugins-scheduler", VOLCANO: "volcano"}
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
 
@@ -71,17 +70,11 @@ class GroupRef:
 
 def group_of(pod: Mapping[str, Any]) -> GroupRef | None:
     """The PodGroup ``pod`` belongs to, if any (the scheduler-plugins label first)."""
-    meta = _mapping(pod.get("metadata"))
-    namespace = str(meta.get("namespace") or "")
-    name = _mapping(meta.get("labels")).get(POD_GROUP_LABEL)
-    if isinstance(name, str) and name:
-        return GroupRef(COSCHEDULING, namespace, name)
-    annotations = _mapping(meta.get("annotations"))
-    for key in VOLCANO_ANNOTATIONS:
-        name = annotations.get(key)
-        if isinstance(name, str) and name:
-            return GroupRef(VOLCANO, namespace, name)
-    return None
+    member = podgroups.member_of(pod)
+    if member is None:
+        return None
+    namespace = str(_mapping(pod.get("metadata")).get("namespace") or "")
+    return GroupRef(member[0], namespace, member[1])
 
 
 def ref_of(api_version: str, group: Mapping[str, Any]) -> GroupRef:

@@ -16,19 +16,20 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final
 
-from kubetrain import api, kube
+from kubetrain import api, kube, podgroups
 from kubetrain.operator.jobs import ports, reasons
 from kubetrain.operator.jobs import settings as settings_
 
 VOLCANO_POD_GROUPS: Final = kube.Resource(
-    "scheduling.volcano.sh", "v1beta1", "podgroups", kind="PodGroup"
+    podgroups.VOLCANO_GROUP, podgroups.VOLCANO_VERSION, podgroups.PLURAL, kind=podgroups.KIND
 )
 COSCHEDULING_POD_GROUPS: Final = kube.Resource(
-    "scheduling.x-k8s.io", "v1alpha1", "podgroups", kind="PodGroup"
+    podgroups.COSCHEDULING_GROUP,
+    podgroups.COSCHEDULING_VERSION,
+    podgroups.PLURAL,
+    kind=podgroups.KIND,
 )
-VOLCANO_GROUP_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 VOLCANO_TASK_ANNOTATION: Final = "volcano.sh/task-spec"
-COSCHEDULING_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 DEFAULT_QUEUE: Final = "default"
 
 
@@ -136,7 +137,7 @@ def pod_group(
     ):
         spec["scheduleTimeoutSeconds"] = policy.schedule_timeout_seconds
     metadata: dict[str, Any] = {
-        "name": job.name,
+        "name": podgroups.name_for(job.name),
         "namespace": job.metadata.namespace,
         "ownerReferences": [owner],
     }
@@ -187,9 +188,10 @@ def decorate(
     if settings.gang_scheduler == settings_.VOLCANO:
         metadata["annotations"] = {
             **(metadata.get("annotations") or {}),
-            VOLCANO_GROUP_ANNOTATION: job.name,
+            podgroups.VOLCANO_ANNOTATION: podgroups.name_for(job.name),
             VOLCANO_TASK_ANNOTATION: rtype.lower(),
         }
     else:
-        metadata["labels"] = {**(metadata.get("labels") or {}), COSCHEDULING_LABEL: job.name}
+        group = podgroups.name_for(job.name)
+        metadata["labels"] = {**(metadata.get("labels") or {}), podgroups.COSCHEDULING_LABEL: group}
     return events

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from kubetrain import kube
+from kubetrain import kube, podgroups
 
 TRAINER_GROUP: Final = "trainer.kubeflow.org"
 TRAINJOBS: Final = kube.Resource(TRAINER_GROUP, "v1alpha1", "trainjobs", kind="TrainJob")
@@ -29,10 +29,13 @@ PERSISTENT_VOLUME_CLAIMS: Final = kube.Resource(
     "", "v1", "persistentvolumeclaims", kind="PersistentVolumeClaim"
 )
 COSCHEDULING_POD_GROUPS: Final = kube.Resource(
-    "scheduling.x-k8s.io", "v1alpha1", "podgroups", kind="PodGroup"
+    podgroups.COSCHEDULING_GROUP,
+    podgroups.COSCHEDULING_VERSION,
+    podgroups.PLURAL,
+    kind=podgroups.KIND,
 )
 VOLCANO_POD_GROUPS: Final = kube.Resource(
-    "scheduling.volcano.sh", "v1beta1", "podgroups", kind="PodGroup"
+    podgroups.VOLCANO_GROUP, podgroups.VOLCANO_VERSION, podgroups.PLURAL, kind=podgroups.KIND
 )
 
 BY_API_VERSION_KIND: Final = {

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kubetrain import podgroups
 from kubetrain.operator.trainjob import phases, runtime_info
 from kubetrain.operator.trainjob.plugins import gang
 
-API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
-POD_GROUP_LABEL: Final = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS: Final = 60
 
 
@@ -29,7 +28,7 @@ class Coscheduling:
 
     def enforce_pod_group_policy(self, info: runtime_info.RuntimeInfo) -> None:
         if _policy(info) is not None:
-            info.scheduler.pod_labels[POD_GROUP_LABEL] = info.name
+            info.scheduler.pod_labels[podgroups.COSCHEDULING_LABEL] = podgroups.name_for(info.name)
 
     def build(
         self, info: runtime_info.RuntimeInfo, context: phases.BuildContext
@@ -47,9 +46,9 @@ class Coscheduling:
         }
         return [
             {
-                "apiVersion": API_VERSION,
+                "apiVersion": podgroups.COSCHEDULING,
                 "kind": "PodGroup",
-                "metadata": info.object_meta(info.name),
+                "metadata": info.object_meta(podgroups.name_for(info.name)),
                 "spec": spec,
             }
         ]

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kubetrain import api
+from kubetrain import api, podgroups
 from kubetrain.operator.trainjob import phases, runtime_info
 from kubetrain.operator.trainjob.plugins import gang
 
-API_VERSION: Final = "scheduling.volcano.sh/v1beta1"
-GROUP_NAME_ANNOTATION: Final = "scheduling.k8s.io/group-name"
 QUEUE_ANNOTATION: Final = api.VOLCANO_QUEUE_ANNOTATION
 
 
@@ -32,7 +30,9 @@ class Volcano:
 
     def enforce_pod_group_policy(self, info: runtime_info.RuntimeInfo) -> None:
         if _policy(info) is not None:
-            info.scheduler.pod_annotations[GROUP_NAME_ANNOTATION] = info.name
+            info.scheduler.pod_annotations[podgroups.VOLCANO_ANNOTATION] = podgroups.name_for(
+                info.name
+            )
 
     def build(
         self, info: runtime_info.RuntimeInfo, context: phases.BuildContext
@@ -55,9 +55,9 @@ class Volcano:
             spec["networkTopology"] = topology.to_dict()
         return [
             {
-                "apiVersion": API_VERSION,
+                "apiVersion": podgroups.VOLCANO,
                 "kind": "PodGroup",
-                "metadata": info.object_meta(info.name),
+                "metadata": info.object_meta(podgroups.name_for(info.name)),
                 "spec": spec,
             }
         ]
