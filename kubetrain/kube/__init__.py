@@ -13,8 +13,15 @@ local control plane.
     Watch                                    list + watch that survives timeouts, stalls, 410
     status.invalid                           the 422 Status of an invalid object, as kube words it
 
-Must not: know about job kinds, keep object caches (the operator's informer does), or depend
-on any kubetrain layer above ``api``.
+client-go's controller pieces, shared by the operator and the local control plane's components
+(imported by module, not re-exported here):
+
+    workqueue.WorkQueue                      de-duplicated keys, one worker per key, rate limits
+    informer.Informer, cache.Store           one resource's list + watch into a shared cache
+    record.Recorder, record.Broadcaster      core/v1 Events, aggregated like client-go's
+    tasks.Tasks, tasks.guarded               a component's long-lived tasks, cancelled on stop
+
+Must not: know about job kinds, or depend on any kubetrain layer above ``api``.
 """
 
 from kubetrain.kube import config, discovery, errors, resource, status, watch

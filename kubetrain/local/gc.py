@@ -35,13 +35,12 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain import _aio, kube
-from kubetrain.kube import watch
-from kubetrain.local import tasks
+from kubetrain.kube import tasks, watch, workqueue
 
 log = logging.getLogger(__name__)
 
@@ -196,65 +195,12 @@ class Graph:
         return {r.uid for r in refs if (o := self.nodes.get(r.uid)) and o.deleting_dependents}
 
 
-class WorkQueue:
-    """Uids to look at: each queued once however often it is added, never processed by two
-    workers at once (added while in process, it runs again afterwards), retried after a
-    per-uid exponential delay when processing fails."""
-
-    def __init__(self, initial: float, maximum: float) -> None:
-        self._queue: asyncio.Queue[str] = asyncio.Queue()
-        self._queued: set[str] = set()
-        self._active: set[str] = set()
-        self._dirty: set[str] = set()
-        self._failures: dict[str, int] = {}
-        self._timers: dict[str, asyncio.TimerHandle] = {}
-        self._initial = initial
-        self._maximum = maximum
-
-    def __len__(self) -> int:
-        return len(self._queued) + len(self._active)
-
-    def add(self, uid: str) -> None:
-        if uid in self._queued:
-            return
-        if uid in self._active:
-            self._dirty.add(uid)
-            return
-        self._queued.add(uid)
-        self._queue.put_nowait(uid)
-
-    async def get(self) -> str:
-        uid = await self._queue.get()
-        self._queued.discard(uid)
-        self._active.add(uid)
-        return uid
-
-    def done(self, uid: str, *, failed: bool) -> float | None:
-        """Finish ``uid``; on failure schedule a retry and return its delay."""
-        self._active.discard(uid)
-        delay = None
-        if failed:
-            count = self._failures.get(uid, 0)
-            self._failures[uid] = count + 1
-            delay = min(self._maximum, self._initial * 2**count)
-            if uid not in self._timers:
-                loop = asyncio.get_running_loop()
-                self._timers[uid] = loop.call_later(delay, self._retry, uid)
-        else:
-            self._failures.pop(uid, None)
-        if uid in self._dirty:
-            self._dirty.discard(uid)
-            self.add(uid)
-        return delay
-
-    def _retry(self, uid: str) -> None:
-        self._timers.pop(uid, None)
-        self.add(uid)
-
-    def close(self) -> None:
-        for timer in self._timers.values():
-            timer.cancel()
-        self._timers.clear()
+def work_queue(settings: Settings) -> workqueue.WorkQueue[str]:
+    """The uids to look at: each queued once however often it is added, never processed by
+    two workers at once, and a failing uid retried after a per-uid delay doubling from
+    ``retry_initial`` to ``retry_max`` (no overall bucket: the collector's own pace)."""
+    limiter = workqueue.ItemExponentialFailure[str](settings.retry_initial, settings.retry_max)
+    return workqueue.WorkQueue("garbage-collector", rate_limiter=limiter)
 
 
 class GarbageCollector:
@@ -262,38 +208,28 @@ class GarbageCollector:
         self.client = client
         self.settings = settings or Settings()
         self.graph = Graph()
-        self.queue = WorkQueue(self.settings.retry_initial, self.settings.retry_max)
+        self.queue = work_queue(self.settings)
         self._absent: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._monitors: dict[kube.Resource, asyncio.Task[None]] = {}
         self._unsynced: set[kube.Resource] = set()
         self._ready = asyncio.Event()
         self._crd_changed = asyncio.Event()
-        self._tasks: tasks.Tasks | None = None
+        self._tasks = tasks.Tasks()
 
     # -- running ---------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Watch and collect until cancelled, or until ``stop`` is set."""
         log.info("garbage collector starting")
-        try:
-            async with _aio.TaskGroup() as group:
-                self._tasks = tasks.Tasks(group)
-                self._spawn(self._start(), "gc-start")
-                if stop is not None:
-                    group.create_task(self._tasks.cancel_on(stop), name="gc-stop")
-        finally:
-            self.queue.close()
+        async with self._tasks.running(stop, "gc"):
+            self._tasks.spawn(self._start(), "gc-start")
         log.info("garbage collector stopped")
-
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        assert self._tasks is not None, "spawned before run() started the group"
-        return self._tasks.spawn(coro, name)
 
     async def _start(self) -> None:
         await self._first_discovery()
-        self._spawn(self._rediscover(), "gc-discovery")
+        self._tasks.spawn(self._rediscover(), "gc-discovery")
         for i in range(self.settings.workers):
-            self._spawn(self._worker(), f"gc-worker-{i}")
+            self._tasks.spawn(self._worker(), f"gc-worker-{i}")
 
     async def _first_discovery(self) -> None:
         """Discover until it works: collecting needs the watches of every resource type."""
@@ -322,7 +258,7 @@ class GarbageCollector:
             log.debug("gc: watching %s", resource.group_resource)
             if not self._ready.is_set():
                 self._unsynced.add(resource)
-            self._monitors[resource] = self._spawn(
+            self._monitors[resource] = self._tasks.spawn(
                 self._monitor(resource), f"gc-watch-{resource.group_resource}"
             )
         for resource in [r for r in self._monitors if r not in wanted]:
@@ -407,7 +343,11 @@ class GarbageCollector:
             except Exception:
                 log.exception("gc: processing %s failed", self.graph.nodes.get(uid) or uid)
             finally:
-                self.queue.done(uid, failed=failed)
+                if failed:
+                    self.queue.add_rate_limited(uid)
+                else:
+                    self.queue.forget(uid)
+                self.queue.done(uid)
 
     # -- one uid ---------------------------------------------------------------------------
 

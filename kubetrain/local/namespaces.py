@@ -26,14 +26,13 @@ import collections
 import contextlib
 import datetime
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain import _aio, kube
-from kubetrain.kube import watch
+from kubetrain import kube
+from kubetrain.kube import tasks, watch
 from kubetrain.kube.resource import NAMESPACES
-from kubetrain.local import tasks
 
 log = logging.getLogger(__name__)
 
@@ -132,22 +131,15 @@ class NamespaceController:
         self.client = client
         self.settings = settings or Settings()
         self.clock = clock
-        self._tasks: tasks.Tasks | None = None
+        self._tasks = tasks.Tasks()
         self._finalizing: dict[str, asyncio.Task[None]] = {}
 
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Watch namespaces and finalize the deleted ones until cancelled (or ``stop``)."""
         log.info("namespace controller starting")
-        async with _aio.TaskGroup() as group:
-            self._tasks = tasks.Tasks(group)
-            self._spawn(self._watch(), "namespaces-watch")
-            if stop is not None:
-                group.create_task(self._tasks.cancel_on(stop), name="namespaces-stop")
+        async with self._tasks.running(stop, "namespaces"):
+            self._tasks.spawn(self._watch(), "namespaces-watch")
         log.info("namespace controller stopped")
-
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> asyncio.Task[None]:
-        assert self._tasks is not None, "spawned before run() started the group"
-        return self._tasks.spawn(coro, name)
 
     async def _watch(self) -> None:
         failures = 0
@@ -176,7 +168,7 @@ class NamespaceController:
             return
         if name not in self._finalizing:
             log.info("namespace %s is terminating; deleting its content", name)
-            self._finalizing[name] = self._spawn(self._finalize(name), f"namespace-{name}")
+            self._finalizing[name] = self._tasks.spawn(self._finalize(name), f"namespace-{name}")
 
     async def _finalize(self, name: str) -> None:
         """Sweep ``name`` until it is finalized or gone, backing off while content remains."""

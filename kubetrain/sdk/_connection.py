@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from kubetrain import _aio, kube
-from kubetrain.kube import watch
-from kubetrain.local import tasks
+from kubetrain.kube import tasks, watch
 from kubetrain.sdk import _target, _types
 from kubetrain.sdk._errors import InvalidTrainer
 from kubetrain.sdk._loop import Loop

@@ -25,16 +25,14 @@ import logging
 import os
 import shutil
 import sys
-import time
 import urllib.parse
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
 from kubetrain import _aio, kube
-from kubetrain.kube import recent, resource
+from kubetrain.kube import record, resource, tasks
 from kubetrain.kube import watch as watch_
-from kubetrain.local import tasks
 from kubetrain.local.node import (
     addresses,
     heartbeat,
@@ -58,11 +56,8 @@ CLAIMS: Final = kube.Resource("", "v1", "persistentvolumeclaims", kind="Persiste
 VOLUMES: Final = kube.Resource(
     "", "v1", "persistentvolumes", namespaced=False, kind="PersistentVolume"
 )
-EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 SERVICE_ACCOUNTS: Final = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-EVENT_QUEUE: Final = 10_000
-MAX_MESSAGE: Final = 1024
 # The kubelet's token manager asks for a new token once 80% of the old one's life is over.
 TOKEN_REFRESH: Final = 0.8
 NO_CREDENTIALS: Final = "ServiceAccountTokenNotMounted"
@@ -207,87 +202,6 @@ class Devices:
 
     def release(self, uid: str) -> None:
         self.assigned.pop(uid, None)
-
-
-# -- events -------------------------------------------------------------------------------------
-
-
-class Recorder:
-    """Writes core/v1 Events about pods as the kubelet does (source ``kubelet``, host = the
-    node), from a queue, so a pod's sync never waits on them. A repeat of the same event for
-    the same object bumps its ``count`` and ``lastTimestamp`` instead of adding another."""
-
-    def __init__(self, client: kube.Client, node: str) -> None:
-        self.client = client
-        self.node = node
-        self.queue: asyncio.Queue[tuple[dict[str, Any], str, str, str, str]] = asyncio.Queue(
-            EVENT_QUEUE
-        )
-        self._recent = recent.RecentEvents()
-
-    def record(
-        self, pod: Mapping[str, Any], type_: str, reason: str, message: str, field_path: str = ""
-    ) -> None:
-        try:
-            self.queue.put_nowait((dict(pod), type_, reason, message, field_path))
-        except asyncio.QueueFull:
-            log.warning("event queue full; dropping %s event for a pod", reason)
-
-    async def run(self) -> None:
-        while True:
-            pod, type_, reason, message, field_path = await self.queue.get()
-            try:
-                await self._write(pod, type_, reason, message, field_path)
-            except kube.ApiError as exc:
-                log.warning("could not write event %s: %s", reason, exc)
-
-    async def _write(
-        self, pod: Mapping[str, Any], type_: str, reason: str, message: str, field_path: str
-    ) -> None:
-        meta = pod.get("metadata") or {}
-        namespace = str(meta.get("namespace") or "")
-        message = message[:MAX_MESSAGE]
-        key = (str(meta.get("uid") or ""), field_path, type_, reason, message)
-        stamp = now().strftime("%Y-%m-%dT%H:%M:%SZ")
-        written = self._recent.get(key)
-        if written is not None:
-            with contextlib.suppress(kube.NotFound):
-                await self.client.patch(
-                    EVENTS,
-                    written.name,
-                    {"count": written.count + 1, "lastTimestamp": stamp},
-                    namespace=namespace,
-                )
-                written.count += 1
-                self._recent.remember(key, written)
-                return
-        name = f"{meta.get('name')}.{time.time_ns():x}"
-        involved: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": meta.get("name"),
-            "namespace": namespace,
-            "uid": meta.get("uid"),
-        }
-        if field_path:
-            involved["fieldPath"] = field_path
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": involved,
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "source": {"component": "kubelet", "host": self.node},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "reportingComponent": "kubelet",
-            "reportingInstance": self.node,
-        }
-        await self.client.create(EVENTS, body, namespace=namespace)
-        self._recent.remember(key, recent.Written(name, namespace, 1, time.monotonic()))
 
 
 # -- ServiceAccount tokens ---------------------------------------------------------------------
@@ -452,7 +366,11 @@ class Agent:
         self.name = config.node_name
         self._own_runtime = node_runtime is None
         self.runtime = node_runtime or runtime.Runtime(runtime_settings(config, None))
-        self.recorder = Recorder(client, self.name)
+        # the kubelet's events: source kubelet on this host, written in the background
+        self.events = record.Broadcaster(client)
+        self.recorder = record.Recorder(
+            client, "kubelet", self.name, broadcaster=self.events, assumed=("v1", "Pod")
+        )
         self.tokens = Tokens(client)
         self.devices = Devices(0)
         self.host = podspec.Host(self.name, config.address)
@@ -616,10 +534,15 @@ class Agent:
             async with _aio.TaskGroup() as group:
                 self._tasks = tasks.Tasks(group)
                 group.create_task(
-                    self._guard("heartbeat", self.heartbeat.run()), name="node heartbeat"
+                    tasks.guarded("node agent: heartbeat", self.heartbeat.run()),
+                    name="node heartbeat",
                 )
-                group.create_task(self._guard("events", self.recorder.run()), name="node events")
-                group.create_task(self._guard("pods", self._watch_pods()), name="node pods")
+                group.create_task(
+                    tasks.guarded("node agent: events", self.events.run()), name="node events"
+                )
+                group.create_task(
+                    tasks.guarded("node agent: pods", self._watch_pods()), name="node pods"
+                )
                 group.create_task(self._adopt(), name="node adoption")  # once, after the list
         finally:
             self._tasks = None
@@ -653,16 +576,6 @@ class Agent:
             capacity=capacity,
             info=heartbeat.node_info(config.kubelet_version),
         )
-
-    async def _guard(self, what: str, body: Awaitable[None]) -> None:
-        try:
-            await body
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("node agent: %s failed", what)
-            raise
-        log.warning("node agent: %s exited though it should run until stopped", what)
 
     # -- pods -----------------------------------------------------------------------------------
 
@@ -727,7 +640,7 @@ class Agent:
         assert self._tasks is not None
         pod = self._pods.get(uid)
         if self._no_credentials and pod is not None and _api_access_mounts(pod):
-            self.recorder.record(
+            self.recorder.emit(
                 pod,
                 "Warning",
                 NO_CREDENTIALS,

@@ -652,8 +652,8 @@ class Worker:
         if pod is None:
             return
         for event in events:
-            self.agent.recorder.record(
-                pod, event.type, event.reason, event.message, event.field_path
+            self.agent.recorder.emit(
+                pod, event.type, event.reason, event.message, field_path=event.field_path
             )
 
 

@@ -67,8 +67,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubetrain import _aio, kube
-from kubetrain.kube import watch
-from kubetrain.local import tasks
+from kubetrain.kube import tasks, watch
 from kubetrain.local.scheduler import (
     amounts,
     estimates,
@@ -186,7 +185,7 @@ class Scheduler:
         self.queue_status_subresource = False
         self.cycles = 0
         self._wake = asyncio.Event()
-        self._tasks: tasks.Tasks | None = None
+        self._tasks = tasks.Tasks()
         self._assumed: dict[str, tuple[str, float]] = {}  # pod uid → (node, until)
         self._shown: dict[str, tuple[str, str]] = {}  # pod uid → (resourceVersion, message)
         self._written: dict[tuple[str, str, str], tuple[str, dict[str, Any]]] = {}
@@ -201,32 +200,25 @@ class Scheduler:
     async def run(self, stop: asyncio.Event | None = None) -> None:
         """Schedule until cancelled (or until ``stop`` is set)."""
         log.info("scheduler starting for %s", ", ".join(sorted(self.settings.scheduler_names)))
-        async with _aio.TaskGroup() as group:
-            self._tasks = tasks.Tasks(group)
+        async with self._tasks.running(stop, "scheduler"):
             await self._discover_groups()
-            self._spawn(self._watch(PODS, self.pods, self._on_pod), "scheduler-watch-pods")
-            self._spawn(
+            self._tasks.spawn(self._watch(PODS, self.pods, self._on_pod), "scheduler-watch-pods")
+            self._tasks.spawn(
                 self._watch(NODES, self.nodes, label_selector=self.settings.node_selector),
                 "scheduler-watch-nodes",
             )
-            self._spawn(
+            self._tasks.spawn(
                 self._watch(PRIORITY_CLASSES, self.priority_classes),
                 "scheduler-watch-priorityclasses",
             )
-            self._spawn(self._watch(RESOURCE_QUOTAS, self.quotas), "scheduler-watch-quotas")
+            self._tasks.spawn(self._watch(RESOURCE_QUOTAS, self.quotas), "scheduler-watch-quotas")
             for api_version in list(self.group_resources):
                 self._watch_groups(api_version)
             if self.queues is not None:
                 self._watch_queues()
-            self._spawn(self._loop(), "scheduler-loop")
-            self._spawn(self._rediscover(), "scheduler-rediscover")
-            if stop is not None:
-                group.create_task(self._tasks.cancel_on(stop), name="scheduler-stop")
+            self._tasks.spawn(self._loop(), "scheduler-loop")
+            self._tasks.spawn(self._rediscover(), "scheduler-rediscover")
         log.info("scheduler stopped")
-
-    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
-        assert self._tasks is not None, "spawned before run() started the group"
-        self._tasks.spawn(coro, name)
 
     async def _discover_groups(self) -> None:
         """Which PodGroup kinds are served (retrying until discovery answers)."""
@@ -254,7 +246,7 @@ class Scheduler:
             self.queues = _Store(lambda q: str(_meta(q).get("name") or ""))
 
     def _watch_groups(self, api_version: str) -> None:
-        self._spawn(
+        self._tasks.spawn(
             self._watch(
                 self.group_resources[api_version],
                 self.groups[api_version],
@@ -265,7 +257,7 @@ class Scheduler:
 
     def _watch_queues(self) -> None:
         assert self.queues is not None
-        self._spawn(
+        self._tasks.spawn(
             self._watch(QUEUES, self.queues, optional_kind=QUEUES.api_version),
             "scheduler-watch-queues",
         )
@@ -638,7 +630,7 @@ class Scheduler:
         store = self.groups.get(ref.api_version)
         return None if store is None else store.objects.get((ref.namespace, ref.name))
 
-    async def _guarded(self, coro: Coroutine[Any, Any, Any]) -> Any:
+    async def _throttled(self, coro: Coroutine[Any, Any, Any]) -> Any:
         async with self._writes:
             return await coro
 
@@ -648,7 +640,7 @@ class Scheduler:
         self, plan: policy.Plan, by_uid: Mapping[str, dict[str, Any]], now: float
     ) -> set[str]:
         binds = [(by_uid[info.uid], node) for info, node in plan.binds if info.uid in by_uid]
-        results = await asyncio.gather(*(self._guarded(self._bind(p, n, now)) for p, n in binds))
+        results = await asyncio.gather(*(self._throttled(self._bind(p, n, now)) for p, n in binds))
         for outcome in plan.outcomes:
             if outcome.placed and outcome.unit.gang:
                 log.info(
@@ -725,14 +717,14 @@ class Scheduler:
                 for info, node in victim.pods:
                     pod = self.pods.objects.get(info.uid)
                     if pod is not None:
-                        writes.append(self._guarded(self._evict_pod(pod, first, node, now)))
+                        writes.append(self._throttled(self._evict_pod(pod, first, node, now)))
                 group = self._group(victim.group) if victim.group is not None else None
                 if group is not None:
                     message = messages.preempted(
                         victim.label, preemptor.label, eviction.why[victim.key]
                     )
                     writes.append(
-                        self._guarded(
+                        self._throttled(
                             self._event(
                                 group,
                                 reason=messages.EVENT_GANG_PREEMPTED,
@@ -746,7 +738,7 @@ class Scheduler:
             group = self._group(preemptor.group) if preemptor.group is not None else None
             if group is not None:
                 writes.append(
-                    self._guarded(
+                    self._throttled(
                         self._event(
                             group,
                             reason=messages.EVENT_GANG_PREEMPTING,
@@ -816,7 +808,7 @@ class Scheduler:
                 pod = by_uid.get(info.uid)
                 if pod is None or info.uid in placed or not self._tell_needed(pod, message):
                     continue
-                writes.append(self._guarded(self._tell(pod, message, now)))
+                writes.append(self._throttled(self._tell(pod, message, now)))
                 if outcome.unit.group is not None and not outcome.placed:
                     changed[outcome.unit.group] = message
         await asyncio.gather(*writes)
@@ -993,7 +985,7 @@ class Scheduler:
                     phases[queues.queue_of(spec.queue)][str(wanted.get("phase") or "")] += 1
                 needed = self._status_needed(api_version, group, wanted)
                 if needed:
-                    writes.append(self._guarded(self._write_status(api_version, group, wanted)))
+                    writes.append(self._throttled(self._write_status(api_version, group, wanted)))
                 message = told.get(ref)
                 if (
                     message is None
@@ -1005,7 +997,7 @@ class Scheduler:
                     message = events.clip(waiting.message)  # no pods to tell: tell the group
                 if message is not None:
                     writes.append(
-                        self._guarded(
+                        self._throttled(
                             self._event(
                                 group,
                                 reason=messages.EVENT_GANG_UNSCHEDULABLE,
@@ -1056,7 +1048,7 @@ class Scheduler:
                 continue
             stamp = timestamps.format_seconds(now)
             lately = queues.fair_sharing(fair.history.get(name, {}), stamp)
-            writes.append(self._guarded(self._write_queue(obj, base, lately)))
+            writes.append(self._throttled(self._write_queue(obj, base, lately)))
         live = set(self.queues.objects)
         for name in [n for n in self._queue_written if n not in live]:
             del self._queue_written[name]

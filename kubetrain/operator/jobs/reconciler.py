@@ -40,10 +40,11 @@ from typing import Any, Final
 
 from kubetrain import _aio, frameworks, kube
 from kubetrain.errors import KubetrainError
+from kubetrain.kube import cache
 from kubetrain.operator import hostports
 from kubetrain.operator.jobs import children, companions, conditions, gang, plan, reasons
 from kubetrain.operator.jobs import settings as settings_
-from kubetrain.operator.runtime import cache, controller, expectations, manager
+from kubetrain.operator.runtime import controller, expectations, manager
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,8 @@ from typing import Final, Protocol
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
-from kubetrain.operator.runtime import logcontext, workqueue
+from kubetrain.kube import workqueue
+from kubetrain.operator.runtime import logcontext
 from kubetrain.operator.runtime import metrics as metrics_
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """The manager: starts and stops everything a controller process runs (controller-runtime's
 manager), in this order:
 
-1. the event writer of the recorders it hands out (:class:`~.events.Broadcaster`: one per
+1. the event writer of the recorders it hands out (``kube.record.Broadcaster``: one per
    manager, so reconciles queue their events and never wait for them; on a stop it writes
    what is queued, for a bounded time), and the informers of every resource a controller
    reads (one shared store per resource, on every replica, so a standby is warm when it
@@ -32,15 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from kubetrain import _aio, kube
-from kubetrain.operator.runtime import (
-    cache,
-    controller,
-    events,
-    handler,
-    informer,
-    leader,
-    server,
-)
+from kubetrain.kube import cache, informer, record
+from kubetrain.kube.tasks import guarded
+from kubetrain.operator.runtime import controller, handler, leader, server
 from kubetrain.operator.runtime import metrics as metrics_
 
 log = logging.getLogger(__name__)
@@ -119,7 +113,7 @@ class Manager:
                     settings.lease_duration, settings.renew_deadline, settings.retry_period
                 ),
             )
-        self.events = events.Broadcaster(
+        self.events = record.Broadcaster(
             client, dropped=metrics.events_dropped, busy=self.controllers_busy
         )
         self.metrics_endpoint = server.Endpoint(
@@ -131,11 +125,11 @@ class Manager:
 
     # -- wiring --------------------------------------------------------------------------------
 
-    def recorder(self, component: str) -> events.Recorder:
+    def recorder(self, component: str) -> record.Recorder:
         """An event recorder writing as ``component`` (upstream: the controller's name),
         through the manager's queue: its events are written in the background while the
         manager runs."""
-        return events.Recorder(self.client, component, broadcaster=self.events)
+        return record.Recorder(self.client, component, broadcaster=self.events)
 
     def store(self, resource: kube.Resource) -> cache.Store:
         """The shared store of ``resource``, its informer started with the manager (or at
@@ -337,15 +331,3 @@ class Manager:
 
 def _keys(objects: Iterable[dict[str, Any]]) -> list[controller.Key]:
     return [key for obj in objects if (key := handler.own_key(obj)) is not None]
-
-
-async def guarded(name: str, coro: Any) -> None:
-    """Run a task meant to run until cancelled; a crash is logged once, then ends the group."""
-    try:
-        await coro
-    except asyncio.CancelledError:
-        raise
-    except Exception:
-        log.exception("%s failed", name)
-        raise
-    log.warning("%s ended though it should run until stopped", name)

@@ -58,8 +58,9 @@ from typing import Any, Final, NoReturn
 from kubetrain import api, kube
 from kubetrain.errors import KubetrainError
 from kubetrain.frameworks.trainjob import node
+from kubetrain.kube import cache, record
 from kubetrain.operator import hostports
-from kubetrain.operator.runtime import cache, controller, events, expectations, handler
+from kubetrain.operator.runtime import controller, expectations, handler
 from kubetrain.operator.trainjob import (
     framework,
     hostport,
@@ -127,7 +128,7 @@ class TrainJobReconciler:
         self,
         client: kube.Client,
         stores: Stores,
-        recorder: events.Recorder,
+        recorder: record.Recorder,
         expectations_: expectations.Expectations,
         *,
         clock: Callable[[], datetime.datetime] = utcnow,
@@ -317,7 +318,7 @@ class TrainJobReconciler:
         if changed or status.finished(conditions):
             message = messages.FAILED_VALIDATION_MESSAGE.format(errors=text)
             await self.recorder.event(
-                raw, events.WARNING, messages.FAILED_VALIDATION_REASON, message
+                raw, record.WARNING, messages.FAILED_VALIDATION_REASON, message
             )
         meta = raw.get("metadata") or {}
         raise controller.TerminalError(
@@ -454,7 +455,7 @@ class TrainJobReconciler:
         text = error if len(error) <= limit else error[:limit] + " ..."
         await self.recorder.event(
             raw,
-            events.WARNING,
+            record.WARNING,
             messages.RESOURCES_CREATION_FAILED_REASON,
             messages.RESOURCES_CREATION_FAILED_MESSAGE.format(error=text),
         )
@@ -669,5 +670,5 @@ def _verdict(conditions: Iterable[Mapping[str, Any]]) -> str:
     return "unknown"
 
 
-def _event_type(value: str) -> events.EventType:
-    return events.WARNING if value == events.WARNING else events.NORMAL
+def _event_type(value: str) -> record.EventType:
+    return record.WARNING if value == record.WARNING else record.NORMAL

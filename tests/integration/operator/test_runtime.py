@@ -21,7 +21,9 @@ import aiohttp
 import pytest
 
 from kubetrain import _aio, kube
-from kubetrain.operator.runtime import cache, events, informer, manager
+from kubetrain.kube import cache, informer
+from kubetrain.kube import record as events
+from kubetrain.operator.runtime import manager
 from kubetrain.operator.runtime.controller import Key, Result
 from tests.apiserver.cascade import eventually, fetch, run
 from tests.integration.operator.conftest import FAST_WATCH

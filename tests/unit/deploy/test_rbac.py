@@ -32,10 +32,11 @@ import pytest
 from kubetrain import frameworks, kube
 from kubetrain.cli import main
 from kubetrain.cli import operator as operator_cli
+from kubetrain.kube import record
 from kubetrain.operator import process
 from kubetrain.operator.jobs import children, companions, gang, plan
 from kubetrain.operator.jobs import settings as job_settings
-from kubetrain.operator.runtime import events, leader
+from kubetrain.operator.runtime import leader
 from kubetrain.operator.trainjob import kinds, snapshot
 from kubetrain.operator.trainjob import setup as trainjob_setup
 from kubetrain.operator.webhook import configurations, settings
@@ -430,7 +431,7 @@ def test_a_gang_scheduler_adds_its_pod_group_informer() -> None:
 
 JOBS: Final = "kubetrain.operator.jobs.reconciler"
 TRAINJOB: Final = "kubetrain.operator.trainjob.reconciler"
-INFORMER: Final = "kubetrain.operator.runtime.informer"
+INFORMER: Final = "kubetrain.kube.informer"
 CABUNDLE: Final = "kubetrain.operator.webhook.cabundle"
 # Modules whose calls need no RBAC in the cluster, and why.
 OUT_OF_CLUSTER: Final = {
@@ -555,7 +556,7 @@ def test_every_client_method_has_its_verbs() -> None:
 def test_the_scan_finds_the_calls_it_should() -> None:
     found = {(c.module, c.method, c.target) for c in operator_source.client_calls()}
     assert ("kubetrain.operator.runtime.leader", "replace", "LEASES") in found
-    assert ("kubetrain.operator.runtime.events", "create", "EVENTS") in found
+    assert ("kubetrain.kube.record", "create", "EVENTS") in found
     assert (TRAINJOB, "patch", "kinds.TRAINJOBS") in found
     assert (JOBS, "get", "children.PRIORITY_CLASSES") in found
     assert (INFORMER, "watch", "self.resource") in found
@@ -585,7 +586,7 @@ def test_every_dynamic_entry_is_still_a_call() -> None:
 def test_every_call_is_granted() -> None:
     needed = called()
     assert grants(leader.LEASES, ["update"]) <= needed
-    assert grants(events.EVENTS, ["patch"]) <= needed
+    assert grants(record.EVENTS, ["patch"]) <= needed
     assert difference(needed, table()) == []
 
 

@@ -1,10 +1,8 @@
 """The garbage collector's bookkeeping, without a server: which uids a change in the graph puts
-in question (kube's processGraphChanges), and the work queue's promises (one entry per uid,
-never two workers on one uid, growing retry delays)."""
+in question (kube's processGraphChanges), and the retry delays of its work queue."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from kubetrain import kube
@@ -114,38 +112,15 @@ def test_malformed_owner_references_are_ignored() -> None:
     assert gc.Node.of(CM, {"metadata": {"name": "no-uid"}}) is None
 
 
-def test_the_work_queue_holds_a_uid_once_and_reruns_one_added_while_in_process() -> None:
-    async def scenario() -> None:
-        queue = gc.WorkQueue(initial=0.01, maximum=0.1)
-        queue.add("a")
-        queue.add("a")
-        queue.add("b")
-        assert await queue.get() == "a"
-        queue.add("a")  # changed while a worker has it
-        assert await queue.get() == "b"
-        queue.done("b", failed=False)
-        queue.done("a", failed=False)
-        assert await queue.get() == "a"
-        queue.done("a", failed=False)
-        assert len(queue) == 0
-
-    asyncio.run(scenario(), debug=True)
-
-
-def test_the_work_queue_retries_failures_after_growing_delays() -> None:
-    async def scenario() -> list[float | None]:
-        queue = gc.WorkQueue(initial=0.01, maximum=0.03)
-        delays = []
-        queue.add("a")
-        for _ in range(4):
-            assert await asyncio.wait_for(queue.get(), 1) == "a"
-            delays.append(queue.done("a", failed=True))
-        assert await asyncio.wait_for(queue.get(), 1) == "a"
-        delays.append(queue.done("a", failed=False))
-        queue.close()
-        return delays
-
-    assert asyncio.run(scenario(), debug=True) == [0.01, 0.02, 0.03, 0.03, None]
+def test_the_work_queue_retries_a_failing_uid_after_the_collectors_own_delays() -> None:
+    """The shared work queue (its promises are tests/unit/kube/test_workqueue.py's), with
+    the collector's per-uid back-off and no overall bucket: a hundred failing uids all come
+    back after the first delay."""
+    queue = gc.work_queue(gc.Settings(retry_initial=0.01, retry_max=0.03))
+    assert [queue.add_rate_limited("a") for _ in range(4)] == [0.01, 0.02, 0.03, 0.03]
+    assert {queue.add_rate_limited(str(n)) for n in range(100)} == {0.01}
+    queue.forget("a")
+    assert queue.add_rate_limited("a") == 0.01
 
 
 def test_patches_touch_only_the_references_named() -> None:

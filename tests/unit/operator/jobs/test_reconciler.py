@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from kubetrain import frameworks, kube
+from kubetrain.kube import workqueue
 from kubetrain.operator.jobs import children, reconciler
 from kubetrain.operator.jobs.settings import Settings
-from kubetrain.operator.runtime import controller, manager, workqueue
+from kubetrain.operator.runtime import controller, manager
 from kubetrain.operator.runtime import metrics as metrics_
 from tests.builders import mpijob, pytorchjob
 from tests.unit.operator.jobs.world import T0

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from kubetrain import _aio, kube
-from kubetrain.operator.runtime import controller, logcontext, metrics, workqueue
+from kubetrain.kube import workqueue
+from kubetrain.operator.runtime import controller, logcontext, metrics
 from kubetrain.operator.runtime.controller import Key, Result
 from tests.unit.operator.runtime.fakes import FakeClock, run, until
 

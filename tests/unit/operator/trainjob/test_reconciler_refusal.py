@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from kubetrain import api, kube
-from kubetrain.operator.runtime import cache, controller, expectations
+from kubetrain.kube import cache
+from kubetrain.operator.runtime import controller, expectations
 from kubetrain.operator.trainjob import kinds, reconciler
 from tests.unit.api.trainers import initializer_job, lookup, runtime, trainer_job, trainjob
 

@@ -1,20 +1,24 @@
-"""The event recorder: core/v1 Events on the objects a controller acts on, as client-go's
-record.EventRecorder and its Broadcaster write them (what ``kubectl describe`` shows).
+"""The event recorder: core/v1 Events on the objects a component acts on, as client-go's
+record.EventRecorder and its Broadcaster write them (what ``kubectl describe`` shows). The
+operator's controllers, the local scheduler and the node agent all record through it.
 
 An event is named ``<object>.<hex timestamp>`` in the object's namespace (``default`` for a
 cluster-scoped one), with ``involvedObject`` taken from the object, ``source.component`` and
 ``reportingComponent`` the controller's name, and ``count`` 1. The same event again (same
 object, type, reason and message) within ten minutes is not a new object: the existing one
 gets ``count + 1`` and a new ``lastTimestamp`` (client-go's EventCorrelator); if it was
-deleted meanwhile, a new one is created. Messages are cut to 1024 characters. Timestamps are
-taken when the event is recorded, not when it is written.
+deleted meanwhile, a new one is created. An event may name a container (``fieldPath``, as
+the kubelet's do), an ``action`` and a ``related`` object (as kube-scheduler's do). Messages
+are cut to 1024 characters. Timestamps are taken when the event is recorded, not when it is
+written.
 
 Recording an event must neither fail nor slow a reconcile, so it is a queue entry: a
 :class:`Recorder` (one per controller) hands events to the :class:`Broadcaster` of its
 manager, whose writer task writes them in the background, as client-go's broadcaster does:
 
 - the queue is bounded (:data:`QUEUE_SIZE`); when it is full an event is dropped,
-  counted in ``kubetrain_events_dropped_total{reason="full"}``, and a warning is logged at most
+  counted in ``kubetrain_events_dropped_total{reason="full"}`` where the process counts
+  drops (the operator does), and a warning is logged at most
   every :data:`DROP_WARNING_INTERVAL` seconds. Recording never waits for room.
 - :data:`WRITERS` writer(s); every event of one object goes to the same writer, so the events
   of an object are written in the order they were recorded, and the count of a repeated
@@ -57,8 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from kubetrain import _aio, kube
-from kubetrain.kube import recent
-from kubetrain.operator.runtime import metrics as metrics_
+from kubetrain.kube import instruments, recent
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +126,10 @@ class _Pending:
     at: float  # the recorder's clock
     now: str  # metav1.Time
     name: str  # the name it gets if it is created
+    instance: str  # reportingInstance
+    event_time: str | None  # metav1.MicroTime, for recorders that write eventTime
+    action: str
+    related: Mapping[str, str] | None
 
     @property
     def lane(self) -> tuple[str, ...]:
@@ -139,16 +146,21 @@ class _Lane:
     cut: bool = False  # a write of the first item was cancelled: it may have landed
 
 
-def involved_object(obj: Mapping[str, Any]) -> dict[str, str]:
-    """The ObjectReference an event about ``obj`` carries."""
+def involved_object(
+    obj: Mapping[str, Any], assumed: tuple[str, str] = ("", ""), field_path: str = ""
+) -> dict[str, str]:
+    """The ObjectReference an event about ``obj`` carries; ``assumed`` is the apiVersion and
+    kind of an object that comes without them (an item of a list), ``field_path`` the part
+    of it the event is about (``spec.containers{name}``)."""
     meta = obj.get("metadata") or {}
     ref = {
-        "kind": obj.get("kind"),
+        "kind": obj.get("kind") or assumed[1],
         "namespace": meta.get("namespace"),
         "name": meta.get("name"),
         "uid": meta.get("uid"),
-        "apiVersion": obj.get("apiVersion"),
+        "apiVersion": obj.get("apiVersion") or assumed[0],
         "resourceVersion": meta.get("resourceVersion"),
+        "fieldPath": field_path,
     }
     return {k: v for k, v in ref.items() if isinstance(v, str) and v}
 
@@ -163,6 +175,11 @@ def timestamp(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def micro_timestamp(moment: datetime.datetime) -> str:
+    """A metav1.MicroTime (an Event's ``eventTime``): RFC 3339 in UTC, microseconds."""
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def build(
     ref: Mapping[str, str],
     type: str,
@@ -173,10 +190,15 @@ def build(
     component: str,
     host: str,
     now: str,
+    instance: str | None = None,
+    event_time: str | None = None,
+    action: str = "",
+    related: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A new core/v1 Event (count 1)."""
+    """A new core/v1 Event (count 1); ``instance`` (the reportingInstance) is ``host``
+    unless given."""
     source = {"component": component, **({"host": host} if host else {})}
-    return {
+    body = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": name, "namespace": ref.get("namespace") or "default"},
@@ -189,8 +211,15 @@ def build(
         "count": 1,
         "type": type,
         "reportingComponent": component,
-        "reportingInstance": host,
+        "reportingInstance": host if instance is None else instance,
     }
+    if event_time is not None:
+        body["eventTime"] = event_time
+    if action:
+        body["action"] = action
+    if related is not None:
+        body["related"] = dict(related)
+    return body
 
 
 class Broadcaster:
@@ -205,7 +234,7 @@ class Broadcaster:
         writers: int = WRITERS,
         retry: Retry = Retry(),
         drain_timeout: float = DRAIN_TIMEOUT,
-        dropped: metrics_.Counter | None = None,
+        dropped: instruments.Family | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         busy: Callable[[], bool] | None = None,
@@ -217,7 +246,7 @@ class Broadcaster:
         self.queue_size = queue_size
         self.retry = retry
         self.drain_timeout = drain_timeout
-        self.dropped = dropped if dropped is not None else metrics_.METRICS.events_dropped
+        self.dropped = dropped if dropped is not None else instruments.UNCOUNTED
         for reason in (FULL, REJECTED, FAILED, STOPPED):  # exposed as 0 before any drop
             self.dropped.labels(reason)
         self._clock = clock
@@ -414,6 +443,10 @@ class Broadcaster:
             component=item.component,
             host=item.host,
             now=item.now,
+            instance=item.instance,
+            event_time=item.event_time,
+            action=item.action,
+            related=item.related,
         )
         namespace = body["metadata"]["namespace"]
         try:
@@ -428,7 +461,11 @@ class Broadcaster:
 class Recorder:
     """Records events as ``component`` (see the module docstring) through ``broadcaster``,
     the manager's; without one, through a broadcaster of its own that nothing runs, so that
-    :meth:`event` writes before it returns."""
+    :meth:`event` writes before it returns.
+
+    ``host`` is ``source.host`` and, unless ``instance`` says otherwise, the
+    ``reportingInstance``; ``assumed`` the apiVersion and kind of objects that come without
+    them; ``event_time``: also write ``eventTime``, as the events.k8s.io recorders do."""
 
     def __init__(
         self,
@@ -437,6 +474,9 @@ class Recorder:
         host: str = "",
         *,
         broadcaster: Broadcaster | None = None,
+        instance: str | None = None,
+        assumed: tuple[str, str] = ("", ""),
+        event_time: bool = False,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(
             datetime.timezone.utc
@@ -445,6 +485,9 @@ class Recorder:
         self.client = client
         self.component = component
         self.host = host
+        self.instance = host if instance is None else instance
+        self.assumed = assumed
+        self.event_time = event_time
         self.broadcaster = broadcaster or Broadcaster(client, clock=clock)
         self._clock = clock
         self._wall = wall
@@ -455,10 +498,15 @@ class Recorder:
         type: Literal["Normal", "Warning"],
         reason: str,
         message: str,
+        *,
+        field_path: str = "",
+        action: str = "",
+        related: Mapping[str, Any] | None = None,
     ) -> bool:
-        """Queue an event on ``obj``; never waits and never raises. False when it was not
-        queued (a bad object or type is logged, a full queue counted)."""
-        ref = involved_object(obj)
+        """Queue an event on ``obj`` (on its ``field_path``, if given; ``related`` a second
+        object it concerns); never waits and never raises. False when it was not queued (a
+        bad object or type is logged, a full queue counted)."""
+        ref = involved_object(obj, self.assumed, field_path)
         if "name" not in ref:
             log.warning("event %s not recorded: the object has no name", reason)
             return False
@@ -469,7 +517,11 @@ class Recorder:
         identity = (
             self.component,
             self.host,
-            *(ref.get(k, "") for k in ("kind", "apiVersion", "namespace", "name", "uid")),
+            *(
+                ref.get(k, "")
+                for k in ("kind", "apiVersion", "namespace", "name", "uid", "fieldPath")
+            ),
+            action,
             type,
             reason,
             message,
@@ -486,6 +538,10 @@ class Recorder:
             at=self._clock(),
             now=timestamp(moment),
             name=self.broadcaster.name_for(ref["name"], moment),
+            instance=self.instance,
+            event_time=micro_timestamp(moment) if self.event_time else None,
+            action=action,
+            related=involved_object(related, self.assumed) if related is not None else None,
         )
         return self.broadcaster.submit(item)
 
@@ -495,10 +551,17 @@ class Recorder:
         type: Literal["Normal", "Warning"],
         reason: str,
         message: str,
+        *,
+        field_path: str = "",
+        action: str = "",
+        related: Mapping[str, Any] | None = None,
     ) -> None:
         """Record an event on ``obj``: queued for the running writer, else written (with
         whatever else is queued) before this returns. Never raises but for cancellation."""
-        if self.emit(obj, type, reason, message) and not self.broadcaster.running:
+        queued = self.emit(
+            obj, type, reason, message, field_path=field_path, action=action, related=related
+        )
+        if queued and not self.broadcaster.running:
             await self.broadcaster.flush()
 
     async def flush(self) -> None:

@@ -10,7 +10,8 @@ import asyncio
 import pytest
 
 from kubetrain import _aio
-from kubetrain.operator.runtime import metrics, workqueue
+from kubetrain.kube import workqueue
+from kubetrain.operator.runtime import metrics
 from tests.unit.operator.runtime.fakes import FakeClock, run, until
 
 

@@ -1,8 +1,8 @@
 """An informer: one resource's list + watch, kept going for the life of the operator, feeding
-a :class:`~kubetrain.operator.runtime.cache.Store`.
+a :class:`~kubetrain.kube.cache.Store`.
 
 :class:`kubetrain.kube.watch.Watch` already lists, resumes from the last resourceVersion with
-bookmarks, lists again on 410 and reconnects a silent stream (python-operator-stack.md §3);
+bookmarks, lists again on 410 and reconnects a silent stream ;
 this loop turns what it yields into cache changes: a ``SYNC`` (each list) replaces the store's
 contents, which the store diffs into ADDED / MODIFIED / DELETED, and every other event is
 applied as it comes. When the watch gives up (401, 403, 404: a resource whose CRD is not
@@ -22,9 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from kubetrain import kube
-from kubetrain.kube import watch
-from kubetrain.operator.runtime import cache
-from kubetrain.operator.runtime import metrics as metrics_
+from kubetrain.kube import cache, instruments, watch
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +39,7 @@ class Informer:
         namespace: str | None = None,
         label_selector: str | None = None,
         settings: watch.Settings | None = None,
-        metrics: metrics_.Metrics | None = metrics_.METRICS,
+        metrics: instruments.InformerMetrics | None = None,
         retry_initial: float = RETRY_INITIAL,
         retry_max: float = RETRY_MAX,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,

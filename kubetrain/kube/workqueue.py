@@ -28,7 +28,7 @@ from collections.abc import Callable, Hashable
 from typing import Final, Generic, Protocol, TypeVar
 
 from kubetrain import _aio
-from kubetrain.operator.runtime import metrics as metrics_
+from kubetrain.kube import instruments
 
 K = TypeVar("K", bound=Hashable)
 
@@ -130,7 +130,7 @@ def default_rate_limiter(clock: Clock = time.monotonic) -> MaxOf[K]:
 class WorkQueue(Generic[K]):
     """Keys to process (see the module docstring for its promises).
 
-    ``name`` labels its ``workqueue_*`` metrics; pass ``metrics=None`` to count nothing.
+    ``name`` labels its ``workqueue_*`` metrics, if ``metrics`` are given.
     """
 
     def __init__(
@@ -139,7 +139,7 @@ class WorkQueue(Generic[K]):
         *,
         rate_limiter: RateLimiter[K] | None = None,
         clock: Clock = time.monotonic,
-        metrics: metrics_.Metrics | None = None,
+        metrics: instruments.QueueMetrics | None = None,
     ) -> None:
         self.name = name
         self._clock = clock

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain import kube
-from kubetrain.operator.runtime import cache
+from kubetrain.kube import cache
 
 PODS = kube.resource.PODS
 
