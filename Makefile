@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run extras test lint unit crds k8s-openapi manifests clean envtest chromium dashboard-assets
+.PHONY: run extras test lint unit crds k8s-openapi manifests clean envtest chromium docker dashboard-assets
 
 # A real Kubernetes control plane for the tests that run against one (envtest's convention:
 # KUBEBUILDER_ASSETS names a directory with kube-apiserver, kube-controller-manager,
@@ -98,8 +98,19 @@ $(MOTO): | $(TEST_STAMP)
 	$(VENV)/moto/bin/python -m pip install --quiet 'moto[s3]==5.2.5' 'flask>=3' 'flask-cors>=5'
 
 ## test: install, lint, check layering, run the whole suite
-test: $(TEST_STAMP) $(KUBEFLOW_TRAINING) $(MOTO) lint $(ENVTEST_STAMP) chromium
+test: $(TEST_STAMP) $(KUBEFLOW_TRAINING) $(MOTO) lint $(ENVTEST_STAMP) chromium docker
 	$(BIN)/python -m pytest -q
+
+# Docker's engine and a static busybox for the node's container runtime tests (Debian's
+# docker.io and busybox-static; the tests start a dockerd of their own and import a busybox
+# image offline): installed when missing, as root or through sudo; without them those tests
+# skip and say why.
+docker:
+	@{ command -v dockerd >/dev/null 2>&1 && test -f /usr/share/doc/busybox-static/copyright; } || { \
+	  SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	      docker.io busybox-static >/dev/null; } \
+	    || echo "note: could not install docker.io and busybox-static; the container tests skip"; }
 
 # Chromium for the dashboard's tests in a real browser (Debian's; Playwright, from the test
 # extra, drives it): installed when missing, as root or through sudo; without it those tests

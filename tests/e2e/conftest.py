@@ -27,7 +27,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,11 +97,16 @@ async def _node_ready(kubeconfig: str) -> None:
 
 @contextlib.contextmanager
 def local_plane(
-    home: Path, *, cwd: Path | None = None, environ: dict[str, str] | None = None
+    home: Path,
+    *,
+    cwd: Path | None = None,
+    environ: dict[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> Iterator[ControlPlane]:
     """A local control plane with its workloads in ``home``, ready and with its node Ready,
-    started from ``cwd`` with ``environ`` over this process's environment; stopped (with every
-    container its node runs) when the block ends."""
+    started from ``cwd`` with ``environ`` over this process's environment and ``args`` after
+    its own (``--container-runtime docker``); stopped (with every container its node runs)
+    when the block ends."""
     log_path = home / "controlplane.log"
     command = [
         sys.executable,
@@ -116,6 +121,7 @@ def local_plane(
         "--with-workloads",
         "--node-backoff",
         NODE_BACKOFF,
+        *args,
     ]
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["KUBETRAIN_HOME"] = str(home)
