@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from kubetrain.local.apiserver import errors, nodeproxy, registry, resources
+from kubetrain.local.apiserver import errors, nodeproxy, podoptions, registry, resources
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ class Metrics:
         row = {"nodes": NODE_METRICS, "pods": POD_METRICS}.get(plural)
         if row is None or subresource or (namespace is not None and not row.namespaced):
             raise errors.path_not_found()
-        if watch or nodeproxy.flag(request.query, "watch"):
+        if watch or podoptions.flag(request.query, "watch"):
             raise errors.method_not_allowed(GROUP, plural, "watch")
         if request.method not in ("GET", "HEAD"):
             verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}

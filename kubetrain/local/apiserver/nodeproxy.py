@@ -1,10 +1,11 @@
-"""Pod subresources the pod's node serves: ``pods/log`` and ``pods/exec`` forwarded to the node
-agent, as kube-apiserver forwards them to the kubelet; and the node's usage statistics, which
-:mod:`.metrics` reads as metrics-server reads the kubelet's.
+"""Pod subresources the pod's node serves: ``pods/log``, ``pods/exec`` and ``pods/portforward``
+forwarded to the node agent, as kube-apiserver forwards them to the kubelet; and the node's
+usage statistics, which :mod:`.metrics` reads as metrics-server reads the kubelet's.
 
 What it owns: finding where a container lives (the pod, the container, the pod's node, the
-node's endpoint), translating the API request into the node's request, relaying the answer
-(a log stream, or WebSocket messages both ways), and turning the node's failures into the
+node's endpoint), translating the API request into the node's request (its options are read
+by :mod:`.podoptions`), relaying the answer (a log stream; WebSocket messages both ways,
+:mod:`.channels`; or upgraded bytes, :mod:`.upgrades`), and turning the node's failures into the
 ``Status`` errors a Kubernetes client expects. It is the API server's one HTTP *client*:
 ``kube/`` talks to API servers, this talks to nodes.
 
@@ -35,38 +36,38 @@ type comes first in :data:`ADDRESS_TYPES` (the local node registers ``InternalIP
   SubjectAccessReview; with one user and one token, the shared token does the same job.)
 
 **Logs.** ``GET /containerLogs/{namespace}/{pod}/{container}`` with the query of
-:meth:`LogOptions.node_query`: ``follow``, ``previous`` and ``timestamps`` (``=true``, sent only
-when true), ``sinceSeconds``, ``sinceTime`` (RFC 3339, UTC), ``tailLines``, ``limitBytes``.
-The node answers 200 with the log's bytes as ``text/plain``; with ``follow`` it writes (and
-flushes) lines as they come and ends when the container has stopped and its log is drained, or
-when the API server closes the connection (which it does when its own client goes). Errors
-are an HTTP status with a plain-text message, as the kubelet's are (e.g. 400
-``container "c" in pod "p" is waiting to start: ContainerCreating``); :func:`node_error` turns
-them into the Status kube-apiserver would send.
+:meth:`.podoptions.LogOptions.node_query`: ``follow``, ``previous`` and ``timestamps``
+(``=true``, sent only when true), ``sinceSeconds``, ``sinceTime`` (RFC 3339, UTC),
+``tailLines``, ``limitBytes``. The node answers 200 with the log's bytes as ``text/plain``; with
+``follow`` it writes (and flushes) lines as they come and ends when the container has stopped
+and its log is drained, or when the API server closes the connection (which it does when its own
+client goes). Errors are an HTTP status with a plain-text message, as the kubelet's are (e.g.
+400 ``container "c" in pod "p" is waiting to start: ContainerCreating``); :func:`node_error`
+turns them into the Status kube-apiserver would send.
 
 **Exec.** ``GET /exec/{namespace}/{pod}/{container}`` with the query of
-:meth:`ExecOptions.node_query` (``command=a&command=b&error=1&input=1&output=1&tty=1``: the
-kubelet's names for stderr, stdin and stdout; a flag present only when true), as a WebSocket
-upgrade offering one subprotocol, the one the API server's client chose:
-``v5.channel.k8s.io`` (all kubectl offers; required) or ``v4.channel.k8s.io``. A client's
-SPDY/3.1 upgrade (kubectl 1.29 and older, or ``KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false``) goes
-to the node as the same upgrade, ``GET`` or ``POST`` with the kubelet's query and the client's
-``X-Stream-Protocol-Version`` offers, and the node's answer comes back as it is; after a 101
-the bytes go both ways unchanged, as kube-apiserver 1.28 passes them (the node speaks the
-kubelet's SPDY: :mod:`kubetrain.local.node.spdy`). Every WebSocket message is binary and
-starts with its channel: :data:`STDIN` 0, :data:`STDOUT` 1, :data:`STDERR` 2, :data:`STATUS` 3,
-:data:`RESIZE` 4 (a JSON ``{"Width": w, "Height": h}``). In v5, ``[255, n]`` closes channel
-``n``: ``[255, 0]`` is the end of stdin. When the process ends, the node sends exactly one
-message on channel 3 holding a JSON ``metav1.Status`` (:func:`exit_status`: ``Success``, or
-``Failure`` with reason ``NonZeroExitCode`` and a cause ``{"reason": "ExitCode", "message":
-"<0-255>"}``; a process killed by signal n exits 128+n), then closes with 1000. Anything that
-fails after the upgrade (no such container, container not running, command not found) is
-reported the same way, as a ``Failure`` Status with its message, because the API server has
-already upgraded its own client by then (kube-apiserver's stream translator does the same).
-Before an upgrade the node answers only 401 (token), 404 (path) or 400 (not a WebSocket
-request). Each side answers pings. The API server relays messages unchanged in both
-directions; when its client goes away it closes the node's connection, and the node then ends
-the process (its whole process group).
+:meth:`.podoptions.ExecOptions.node_query`
+(``command=a&command=b&error=1&input=1&output=1&tty=1``: the kubelet's names for stderr, stdin
+and stdout; a flag present only when true), as a WebSocket upgrade offering one subprotocol, the
+one the API server's client chose: ``v5.channel.k8s.io`` (all kubectl offers; required) or
+``v4.channel.k8s.io``. A client's SPDY/3.1 upgrade (kubectl 1.29 and older, or
+``KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false``) goes to the node as the same upgrade, ``GET`` or
+``POST`` with the kubelet's query and the client's ``X-Stream-Protocol-Version`` offers, and the
+node's answer comes back as it is; after a 101 the bytes go both ways unchanged, as
+kube-apiserver 1.28 passes them (the node speaks the kubelet's SPDY:
+:mod:`kubetrain.local.node.spdy`). Every WebSocket message is binary and starts with its channel
+(:mod:`.channels`): ``STDIN`` 0, ``STDOUT`` 1, ``STDERR`` 2, ``STATUS`` 3, ``RESIZE`` 4 (a JSON
+``{"Width": w, "Height": h}``). In v5, ``[255, n]`` closes channel ``n``: ``[255, 0]`` is the
+end of stdin. When the process ends, the node sends exactly one message on channel 3 holding a
+JSON ``metav1.Status`` (:func:`.channels.exit_status`: ``Success``, or ``Failure`` with reason
+``NonZeroExitCode`` and a cause ``{"reason": "ExitCode", "message": "<0-255>"}``; a process
+killed by signal n exits 128+n), then closes with 1000. Anything that fails after the upgrade
+(no such container, container not running, command not found) is reported the same way, as a
+``Failure`` Status with its message, because the API server has already upgraded its own client
+by then (kube-apiserver's stream translator does the same). Before an upgrade the node answers
+only 401 (token), 404 (path) or 400 (not a WebSocket request). Each side answers pings. The API
+server relays messages unchanged in both directions; when its client goes away it closes the
+node's connection, and the node then ends the process (its whole process group).
 
 **Stats.** ``GET /stats/summary`` answers 200 with the kubelet's ``statsapi.Summary`` as JSON:
 ``node`` (``nodeName``, ``startTime``, ``cpu``, ``memory``) and ``pods[]`` (``podRef`` with
@@ -77,8 +78,21 @@ usageCoreNanoSeconds}`` and ``memory`` is ``{time, usageBytes, workingSetBytes, 
 the rate over the node's last sampling window and is absent until there is one. Only running
 containers appear. :meth:`NodeProxy.summary` reads it within :data:`STATS_TIMEOUT`.
 
-``pods/attach`` and ``pods/portforward`` are not in the contract yet; the API server answers
-them with 400.
+**Port-forward.** ``POST /portForward/{namespace}/{pod}`` (:data:`PORT_FORWARD_PATH`; ``GET``
+too), with ``port=P`` once per port of the client's ``ports`` query. As a SPDY/3.1 upgrade
+with ``X-Stream-Protocol-Version: portforward.k8s.io``: per forwarded connection the client
+opens an ``error`` and a ``data`` stream (headers ``streamType``, ``port``, ``requestID``);
+the node connects to the pod's port and copies the data stream's bytes both ways; a port it
+cannot reach gets the kubelet's message on the error stream. Or as a WebSocket with the
+kubelet's channels (``v4.channel.k8s.io``: port ``i`` on channels ``2i`` and ``2i+1``, each
+opened by the port as two little-endian bytes). The API server passes a client's SPDY upgrade
+through (kube-apiserver 1.28's way, and kubectl's fallback); a WebSocket asking for
+``SPDY/3.1+portforward.k8s.io`` (kubectl 1.31 and later) is tunnelled: the API server upgrades
+the node's connection to SPDY itself and carries its bytes in binary messages
+(:mod:`.upgrades`); a ``v4.channel.k8s.io`` WebSocket is relayed message by message. The node
+side is :mod:`kubetrain.local.node.portforward`.
+
+``pods/attach`` is not in the contract yet; the API server answers it with 400.
 """
 
 from __future__ import annotations
@@ -89,11 +103,9 @@ import http
 import ipaddress
 import json
 import logging
-import re
 import ssl
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 from urllib.parse import quote, urlencode
 
@@ -102,7 +114,7 @@ import yarl
 from aiohttp import web
 
 from kubetrain import _aio
-from kubetrain.local.apiserver import errors, registry, resources
+from kubetrain.local.apiserver import channels, errors, podoptions, registry, resources, upgrades
 
 log = logging.getLogger(__name__)
 
@@ -113,11 +125,14 @@ EXEC_PATH: Final = "/exec/{namespace}/{pod}/{container}"
 STATS_PATH: Final = "/stats/summary"
 ADDRESS_TYPES: Final = ("InternalIP", "ExternalIP", "Hostname")  # kubeadm's preference order
 DEFAULT_NODE_PORT: Final = 10250  # the kubelet's port, used when a Node does not say
-SUBPROTOCOLS: Final = ("v5.channel.k8s.io", "v4.channel.k8s.io")  # preferred first
-STDIN, STDOUT, STDERR, STATUS, RESIZE = 0, 1, 2, 3, 4
-CLOSE_CHANNEL: Final = 255  # v5: [255, n] closes channel n
-NON_ZERO_EXIT_CODE: Final = "NonZeroExitCode"
-EXIT_CODE_CAUSE: Final = "ExitCode"
+PORT_FORWARD_PATH: Final = "/portForward/{namespace}/{pod}"
+PORT_FORWARD_PROTOCOL: Final = "portforward.k8s.io"  # over SPDY, and in the tunnel's name
+# A port-forward WebSocket: SPDY tunnelled (kubectl 1.31+), or the kubelet's channels.
+PORT_FORWARD_SUBPROTOCOLS: Final = (
+    upgrades.TUNNEL_PREFIX + PORT_FORWARD_PROTOCOL,
+    "v4.channel.k8s.io",
+    PORT_FORWARD_PROTOCOL,
+)
 
 # -- how the API server behaves towards nodes ---------------------------------------------
 
@@ -127,13 +142,8 @@ HEARTBEAT: Final = 30.0  # seconds between WebSocket pings to each side of an ex
 DISCONNECT_TICK: Final = 1.0  # how often a quiet log stream checks that its client is there
 _TIMEOUTS: Final = (TimeoutError, asyncio.TimeoutError)  # distinct classes before Python 3.11
 STATS_TIMEOUT: Final = 10.0  # seconds a node may take to answer /stats/summary (metrics-server's)
-MAX_ERROR_BODY: Final = 50_000  # bytes of a node's error message kept (kube's maxReadLength)
+MAX_ERROR_BODY: Final = upgrades.MAX_ERROR_BODY
 TEXT: Final = "text/plain"
-SPDY_UPGRADE: Final = "SPDY/3.1"
-STREAM_PROTOCOL_HEADER: Final = "X-Stream-Protocol-Version"
-MAX_HEAD: Final = 64 * 1024  # bytes of a node's response head to an upgrade
-READ_SIZE: Final = 64 * 1024
-RELAY_BUFFER: Final = 1 << 20  # bytes waiting to go to a node before its client is paused
 SPDY_REFUSED: Final = (
     "pods/exec: only SPDY/3.1 of the SPDY versions is served; this API server also speaks "
     "the WebSocket subprotocols v5.channel.k8s.io and v4.channel.k8s.io"
@@ -143,185 +153,6 @@ SPDY_REFUSED: Final = (
 def serves(r: resources.Resource, subresource: str) -> bool:
     """Whether this module answers ``r/subresource`` (the pod subresources a node serves)."""
     return r.group == "" and r.plural == "pods" and subresource in PROXIED
-
-
-# -- request options ----------------------------------------------------------------------
-
-
-def flag(query: Mapping[str, str], name: str) -> bool:
-    """A boolean query parameter read as kube reads one: absent, ``0`` or ``false`` is false,
-    anything else (even an empty value) true (``runtime.Convert_Slice_string_To_bool``)."""
-    if name not in query:
-        return False
-    value = query[name]
-    return value != "0" and value.lower() != "false"
-
-
-def _integer(query: Mapping[str, str], name: str) -> int | None:
-    if name not in query:
-        return None
-    text = query[name]
-    try:
-        return int(text)
-    except ValueError:
-        raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
-
-
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|([+-])(\d\d):(\d\d))",
-    re.IGNORECASE,
-)
-
-
-def _time(query: Mapping[str, str], name: str) -> datetime | None:
-    """An RFC 3339 time (metav1.Time's query form), in UTC."""
-    if name not in query:
-        return None
-    text = query[name]
-    match = _RFC3339.fullmatch(text)
-    try:
-        if match is None:
-            raise ValueError(text)
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-        micros = int((match[7] or "0")[:6].ljust(6, "0"))
-        offset = timedelta(0)
-        if match[9]:
-            offset = timedelta(hours=int(match[10]), minutes=int(match[11]))
-            offset = -offset if match[9] == "-" else offset
-        when = datetime(year, month, day, hour, minute, second, micros, timezone(offset))
-    except ValueError:
-        raise errors.bad_request(
-            f'parsing time "{text}" as "2006-01-02T15:04:05Z07:00": not an RFC 3339 time'
-        ) from None
-    return when.astimezone(timezone.utc)
-
-
-@dataclass(frozen=True)
-class LogOptions:
-    """``PodLogOptions`` as the query gives them."""
-
-    container: str = ""
-    follow: bool = False
-    previous: bool = False
-    timestamps: bool = False
-    since_seconds: int | None = None
-    since_time: datetime | None = None
-    tail_lines: int | None = None
-    limit_bytes: int | None = None
-
-    def node_query(self) -> list[tuple[str, str]]:
-        """The node's query, sorted by name as Go's ``url.Values.Encode`` writes it."""
-        pairs = [
-            ("follow", "true" if self.follow else None),
-            ("limitBytes", _str(self.limit_bytes)),
-            ("previous", "true" if self.previous else None),
-            ("sinceSeconds", _str(self.since_seconds)),
-            ("sinceTime", self.since_time and self.since_time.strftime("%Y-%m-%dT%H:%M:%SZ")),
-            ("tailLines", _str(self.tail_lines)),
-            ("timestamps", "true" if self.timestamps else None),
-        ]
-        return [(k, v) for k, v in pairs if v is not None]
-
-
-def _str(value: int | None) -> str | None:
-    return None if value is None else str(value)
-
-
-def log_options(query: Mapping[str, str], pod: str) -> LogOptions:
-    """Parse and validate a log request's query (kube's ``ValidatePodLogOptions``: a 422 that
-    names every bad field)."""
-    options = LogOptions(
-        container=query.get("container", ""),
-        follow=flag(query, "follow"),
-        previous=flag(query, "previous"),
-        timestamps=flag(query, "timestamps"),
-        since_seconds=_integer(query, "sinceSeconds"),
-        since_time=_time(query, "sinceTime"),
-        tail_lines=_integer(query, "tailLines"),
-        limit_bytes=_integer(query, "limitBytes"),
-    )
-    causes = _log_option_causes(options)
-    if causes:
-        raise errors.invalid("", "PodLogOptions", pod, causes)
-    return options
-
-
-def _log_option_causes(o: LogOptions) -> list[dict[str, str]]:
-    causes = []
-    if o.tail_lines is not None and o.tail_lines < 0:
-        causes.append(
-            errors.field_error(
-                "Invalid value", "tailLines", "must be greater than or equal to 0", o.tail_lines
-            )
-        )
-    if o.limit_bytes is not None and o.limit_bytes < 1:
-        causes.append(
-            errors.field_error(
-                "Invalid value", "limitBytes", "must be greater than 0", o.limit_bytes
-            )
-        )
-    if o.since_seconds is not None and o.since_time is not None:
-        causes.append(
-            errors.field_error(
-                "Forbidden", "", "at most one of `sinceTime` or `sinceSeconds` may be specified"
-            )
-        )
-    elif o.since_seconds is not None and o.since_seconds < 1:
-        causes.append(
-            errors.field_error(
-                "Invalid value", "sinceSeconds", "must be greater than 0", o.since_seconds
-            )
-        )
-    return causes
-
-
-@dataclass(frozen=True)
-class ExecOptions:
-    """``PodExecOptions`` as the query gives them."""
-
-    command: tuple[str, ...] = ()
-    container: str = ""
-    stdin: bool = False
-    stdout: bool = False
-    stderr: bool = False
-    tty: bool = False
-
-    def node_query(self) -> list[tuple[str, str]]:
-        """The kubelet's exec query (kube's ``streamParams``: ``input``, ``output``, ``error``
-        and ``tty`` as ``1`` when on), sorted by name as Go writes it."""
-        pairs = [("command", c) for c in self.command]
-        for name, on in NODE_EXEC_FLAGS:
-            if getattr(self, on):
-                pairs.append((name, "1"))
-        return pairs
-
-
-# The kubelet's names for the exec streams in its query, and the option each sets.
-NODE_EXEC_FLAGS: Final = (
-    ("error", "stderr"),
-    ("input", "stdin"),
-    ("output", "stdout"),
-    ("tty", "tty"),
-)
-
-
-def node_exec_options(query: Any) -> ExecOptions:
-    """What the node reads from :meth:`ExecOptions.node_query`: each stream on when its name
-    is ``1`` (the kubelet's ``getExecOptions``); ``query`` is a multi-dict."""
-    flags = {option: query.get(name) == "1" for name, option in NODE_EXEC_FLAGS}
-    return ExecOptions(command=tuple(query.getall("command", [])), **flags)
-
-
-def exec_options(query: Any) -> ExecOptions:
-    """``command`` may repeat; ``query`` is a multi-dict (``getall``)."""
-    return ExecOptions(
-        command=tuple(query.getall("command", [])),
-        container=query.get("container", ""),
-        stdin=flag(query, "stdin"),
-        stdout=flag(query, "stdout"),
-        stderr=flag(query, "stderr"),
-        tty=flag(query, "tty"),
-    )
 
 
 # -- where a container lives -------------------------------------------------------------
@@ -468,25 +299,6 @@ def node_error(status: int, text: str, pod: str) -> errors.ApiError:
     )
 
 
-def exit_status(code: int, message: str = "") -> dict[str, Any]:
-    """The Status the node sends on channel 3 when the process exits with ``code`` (the
-    kubelet's; client-go turns a non-zero one into kubectl's exit code)."""
-    if code == 0:
-        return {"metadata": {}, "status": "Success"}
-    return {
-        "metadata": {},
-        "status": "Failure",
-        "message": message or f"command terminated with non-zero exit code: exit status {code}",
-        "reason": NON_ZERO_EXIT_CODE,
-        "details": {"causes": [{"reason": EXIT_CODE_CAUSE, "message": str(code)}]},
-    }
-
-
-def status_message(error: errors.ApiError) -> bytes:
-    """A Status as one channel-3 message."""
-    return bytes([STATUS]) + error.body()
-
-
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, _TIMEOUTS) and not str(exc):
         return f"no answer within {NODE_TIMEOUT:.0f}s"
@@ -571,8 +383,13 @@ class NodeProxy:
             if request.method not in ("GET", "POST"):
                 raise errors.method_not_allowed("", "pods/exec", _verb(request.method))
             return await self._exec(request, namespace, name)
+        if subresource == "portforward":
+            if request.method not in ("GET", "POST"):
+                raise errors.method_not_allowed("", "pods/portforward", _verb(request.method))
+            return await self._port_forward(request, namespace, name)
         raise errors.bad_request(
-            f"pods/{subresource} is not served by this API server yet; pods/log and pods/exec are"
+            f"pods/{subresource} is not served by this API server yet; pods/log, pods/exec and "
+            "pods/portforward are"
         )
 
     # -- reads ----------------------------------------------------------------------------
@@ -619,7 +436,7 @@ class NodeProxy:
     # -- log ------------------------------------------------------------------------------
 
     async def _log(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        options = log_options(request.query, name)
+        options = podoptions.log_options(request.query, name)
         pod = await self._object("pods", namespace, name)
         container = select_container(pod, options.container)
         node = assigned_node(pod)
@@ -675,11 +492,11 @@ class NodeProxy:
     # -- exec -----------------------------------------------------------------------------
 
     async def _exec(self, request: web.Request, namespace: str, name: str) -> web.StreamResponse:
-        options = exec_options(request.query)
+        options = podoptions.exec_options(request.query)
         where = await self._locate(namespace, name, options.container)
-        if _spdy_requested(request):
+        if upgrades.spdy_requested(request):
             return await self._exec_spdy(request, where, options, namespace, name)
-        client = web.WebSocketResponse(protocols=SUBPROTOCOLS, heartbeat=HEARTBEAT)
+        client = web.WebSocketResponse(protocols=channels.SUBPROTOCOLS, heartbeat=HEARTBEAT)
         ready = client.can_prepare(request)
         if not ready.ok:
             raise _not_upgraded(request)
@@ -687,7 +504,7 @@ class NodeProxy:
             offered = request.headers.get("Sec-WebSocket-Protocol", "")
             raise errors.bad_request(
                 f"pods/exec: none of the WebSocket subprotocols offered ({offered or 'none'}) "
-                f"is served; this API server speaks {', '.join(SUBPROTOCOLS)}"
+                f"is served; this API server speaks {', '.join(channels.SUBPROTOCOLS)}"
             )
         # Upgrade first, then dial the node: what fails from here on reaches the client as a
         # Status on channel 3, as with kube-apiserver's stream translator.
@@ -697,10 +514,10 @@ class NodeProxy:
         try:
             node = await self._dial(url, ready.protocol, where.node)
         except errors.ApiError as exc:
-            await _finish(client, exc)
+            await channels.finish(client, exc)
             return client
         try:
-            await _relay(client, node, where.node)
+            await channels.relay(client, node, where.node)
         finally:
             await node.close()
         return client
@@ -709,7 +526,7 @@ class NodeProxy:
         self,
         request: web.Request,
         where: Location,
-        options: ExecOptions,
+        options: podoptions.ExecOptions,
         namespace: str,
         name: str,
     ) -> web.StreamResponse:
@@ -718,103 +535,85 @@ class NodeProxy:
         side closes."""
         path = node_path(EXEC_PATH, namespace, name, where.container)
         url = yarl.URL(where.endpoint.url(path, options.node_query()), encoded=True)
-        reader, writer, status, headers = await self._upgrade(url, request)
+        offers = request.headers.getall(upgrades.STREAM_PROTOCOL_HEADER, [])
+        answer = await self._upgrade(url, request.method, offers)
         try:
-            if status != 101:
-                body = await self._rest_of(reader, headers)
-                return web.Response(
-                    status=status,
-                    body=body,
-                    content_type=headers.get("content-type", TEXT).split(";")[0].strip(),
-                )
-            response = web.StreamResponse(
-                status=101, headers={"Connection": "Upgrade", "Upgrade": SPDY_UPGRADE}
+            if answer.status != 101:
+                return await answer.refusal(self.timeout)
+            return await upgrades.pass_through(
+                request, answer, self._relays, f"exec of {namespace}/{name}"
             )
-            if headers.get(STREAM_PROTOCOL_HEADER.lower()):
-                response.headers[STREAM_PROTOCOL_HEADER] = headers[STREAM_PROTOCOL_HEADER.lower()]
-            response.force_close()
-            await response.prepare(request)
-            transport = request.transport
-            assert transport is not None
-            forward = _Forward(writer, transport)
-            request.protocol.set_parser(forward)  # type: ignore[arg-type]  # feed_data/feed_eof
-            self._relays.add(writer)
-            try:
-                while not writer.is_closing():
-                    data = await reader.read(READ_SIZE)
-                    if not data:
-                        break
-                    await response.write(data)
-            except (ConnectionError, OSError) as exc:
-                log.debug("exec of %s/%s over SPDY ended: %s", namespace, name, exc)
-            finally:
-                self._relays.discard(writer)
-                forward.cancel()
-            return response
         finally:
-            writer.close()
+            answer.writer.close()
 
     async def _upgrade(
-        self, url: yarl.URL, request: web.Request
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int, dict[str, str]]:
-        """Dial the node and send it the upgrade; its status and headers (names in lower
-        case), the reader left at what follows them. Failing to get them is kube's 500
-        ``error dialing backend``."""
+        self, url: yarl.URL, method: str, protocols: Sequence[str]
+    ) -> upgrades.Answer:
         if self._closed:
             raise errors.unavailable("the API server is shutting down")
-        host = url.host or ""
-        lines = [
-            f"{request.method} {url.raw_path_qs} HTTP/1.1",
-            f"Host: {url.raw_authority}",
-            f"Authorization: Bearer {self.token}",
-            "Connection: Upgrade",
-            f"Upgrade: {SPDY_UPGRADE}",
-            *(
-                f"{STREAM_PROTOCOL_HEADER}: {v}"
-                for v in request.headers.getall(STREAM_PROTOCOL_HEADER, [])
-            ),
-            "Content-Length: 0",
-        ]
-        context = self.ssl_context or ssl.create_default_context()
-        try:
-            async with _aio.timeout(self.timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, url.port, ssl=context, server_hostname=host, limit=MAX_HEAD
-                )
-                try:
-                    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except BaseException:
-                    writer.close()
-                    raise
-        except (OSError, ValueError, asyncio.IncompleteReadError, *_TIMEOUTS) as exc:
-            raise errors.internal(f"error dialing backend: {_describe(exc)}") from exc
-        first, *rest = head.decode("latin-1").split("\r\n")
-        parts = first.split(" ", 2)
-        try:
-            status = int(parts[1])
-        except (IndexError, ValueError):
-            writer.close()
-            raise errors.internal(f"node answered the upgrade with {first!r}") from None
-        headers = {}
-        for line in rest:
-            key, sep, value = line.partition(":")
-            if sep:
-                headers[key.strip().lower()] = value.strip()
-        return reader, writer, status, headers
+        return await upgrades.dial(
+            url,
+            method=method,
+            token=self.token,
+            protocols=protocols,
+            ssl_context=self.ssl_context,
+            timeout=self.timeout,
+        )
 
-    async def _rest_of(self, reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-        """The body of a node's refusal, up to :data:`MAX_ERROR_BODY` bytes."""
-        size = headers.get("content-length", "")
-        body = b""
-        with contextlib.suppress(OSError, asyncio.IncompleteReadError, *_TIMEOUTS):
-            async with _aio.timeout(self.timeout):
-                if size.isdigit():
-                    wanted = min(int(size), MAX_ERROR_BODY) - len(body)
-                    body += await reader.readexactly(max(0, wanted))
-                else:
-                    body += await reader.read(MAX_ERROR_BODY)
-        return body
+    # -- port-forward ---------------------------------------------------------------------
+
+    async def _port_forward(
+        self, request: web.Request, namespace: str, name: str
+    ) -> web.StreamResponse:
+        """SPDY passed through, SPDY tunnelled in a WebSocket, or the kubelet's WebSocket
+        channels relayed; each ends at the node's ``/portForward``."""
+        ports = podoptions.port_forward_ports(request.query)
+        pod = await self._object("pods", namespace, name)
+        node = assigned_node(pod)
+        if not node:
+            raise unassigned(pod)
+        endpoint = await self._endpoint(node)
+        path = node_path(PORT_FORWARD_PATH, namespace, name, "")
+        url = endpoint.url(path, [("port", str(p)) for p in ports])
+        what = f"port-forward to {namespace}/{name}"
+        if upgrades.spdy_requested(request):
+            offers = request.headers.getall(upgrades.STREAM_PROTOCOL_HEADER, [])
+            answer = await self._upgrade(yarl.URL(url, encoded=True), request.method, offers)
+            try:
+                if answer.status != 101:
+                    return await answer.refusal(self.timeout)
+                return await upgrades.pass_through(request, answer, self._relays, what)
+            finally:
+                answer.writer.close()
+        client = web.WebSocketResponse(protocols=PORT_FORWARD_SUBPROTOCOLS, heartbeat=HEARTBEAT)
+        ready = client.can_prepare(request)
+        if not ready.ok:
+            raise _not_upgraded(request)
+        if ready.protocol is None:
+            offered = request.headers.get("Sec-WebSocket-Protocol", "")
+            raise errors.bad_request(
+                f"pods/portforward: none of the WebSocket subprotocols offered "
+                f"({offered or 'none'}) is served; this API server speaks "
+                f"{', '.join(PORT_FORWARD_SUBPROTOCOLS)}, and SPDY/3.1"
+            )
+        if ready.protocol.startswith(upgrades.TUNNEL_PREFIX):
+            protocol = ready.protocol[len(upgrades.TUNNEL_PREFIX) :]
+            answer = await self._upgrade(yarl.URL(url, encoded=True), "POST", [protocol])
+            if answer.status != 101:  # before the client's upgrade: it sees the node's answer
+                answer.writer.close()
+                return await answer.refusal(self.timeout)
+            await client.prepare(request)
+            await upgrades.tunnel(client, answer, self._relays, what)
+            return client
+        await client.prepare(request)
+        try:
+            upstream = await self._dial(url, ready.protocol, node)
+        except errors.ApiError as exc:
+            log.info("%s: %s", what, exc.message)
+            await client.close()
+            return client
+        await channels.relay(client, upstream, node, needs_status=False)
+        return client
 
     async def _locate(self, namespace: str, name: str, container: str) -> Location:
         pod = await self._object("pods", namespace, name)
@@ -853,50 +652,6 @@ def _phrase(status: int) -> str:
         return http.HTTPStatus(status).phrase
     except ValueError:
         return ""
-
-
-def _spdy_requested(request: web.Request) -> bool:
-    """``Connection: Upgrade`` and ``Upgrade: SPDY/3.1`` (what kubectl 1.29 and older send)."""
-    connection = {t.strip().lower() for t in request.headers.get("Connection", "").split(",")}
-    upgrade = request.headers.get("Upgrade", "").strip().lower()
-    return "upgrade" in connection and upgrade == SPDY_UPGRADE.lower()
-
-
-class _Forward:
-    """What a client sends after an upgrade, to the node as it comes (aiohttp's
-    payload-parser interface); the client is paused while :data:`RELAY_BUFFER` bytes wait to
-    go to the node."""
-
-    def __init__(self, node: asyncio.StreamWriter, client: asyncio.BaseTransport) -> None:
-        self.node = node
-        self.client = client
-        self._resuming: asyncio.Task[None] | None = None
-
-    def feed_data(self, data: bytes) -> tuple[bool, bytes]:
-        if self.node.is_closing():
-            return True, b""
-        self.node.write(data)
-        transport = self.node.transport
-        if self._resuming is None and transport.get_write_buffer_size() > RELAY_BUFFER:
-            if isinstance(self.client, asyncio.ReadTransport):
-                self.client.pause_reading()
-            self._resuming = asyncio.ensure_future(self._resume())
-        return False, b""
-
-    async def _resume(self) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            await self.node.drain()
-        self._resuming = None
-        if isinstance(self.client, asyncio.ReadTransport) and not self.client.is_closing():
-            self.client.resume_reading()
-
-    def feed_eof(self) -> None:
-        """The client went: so does the node's connection (the node then ends the command)."""
-        self.node.close()
-
-    def cancel(self) -> None:
-        if self._resuming is not None:
-            self._resuming.cancel()
 
 
 def _not_upgraded(request: web.Request) -> errors.ApiError:
@@ -938,55 +693,3 @@ async def _copy_body(content: aiohttp.StreamReader, response: web.StreamResponse
         log.debug("log of pod %s: client gone: %s", pod, exc)
     except (aiohttp.ClientError, *_TIMEOUTS) as exc:  # node gone or quiet, or shutting down
         log.info("log of pod %s ended early: %s", pod, _describe(exc))
-
-
-async def _finish(client: web.WebSocketResponse, error: errors.ApiError) -> None:
-    """Report ``error`` on the status channel and close."""
-    with contextlib.suppress(ConnectionError):
-        await client.send_bytes(status_message(error))
-    await client.close()
-
-
-async def _forward(
-    source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-    sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-) -> bool:
-    """Copy messages until ``source`` closes; True when one of them was on the status
-    channel."""
-    saw_status = False
-    try:
-        async for message in source:
-            if message.type is aiohttp.WSMsgType.BINARY:
-                saw_status = saw_status or message.data[:1] == bytes([STATUS])
-                await sink.send_bytes(message.data)
-            elif message.type is aiohttp.WSMsgType.TEXT:
-                await sink.send_str(message.data)
-            elif message.type is aiohttp.WSMsgType.ERROR:
-                log.debug("exec stream error: %s", source.exception())
-                break
-    except (ConnectionError, aiohttp.ClientError) as exc:
-        log.debug("exec stream ended: %s", exc)
-    return saw_status
-
-
-async def _relay(
-    client: web.WebSocketResponse, node: aiohttp.ClientWebSocketResponse, node_name: str
-) -> None:
-    """Relay both ways until one side ends. When the node ends without an exit status (it
-    died, or the connection broke), the client is told so on the status channel: client-go
-    reads an empty status channel as success."""
-    to_node = asyncio.ensure_future(_forward(client, node))
-    to_client = asyncio.ensure_future(_forward(node, client))
-    try:
-        done, _ = await asyncio.wait({to_node, to_client}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        to_node.cancel()
-        to_client.cancel()
-    await asyncio.wait({to_node, to_client})
-    await node.close()
-    if to_client in done and not to_client.result() and not client.closed:
-        error = errors.internal(
-            f"the connection to node {node_name} ended before the command's exit status arrived"
-        )
-        await _finish(client, error)
-    await client.close()

@@ -9,6 +9,9 @@ server (the contract is in :mod:`kubetrain.local.apiserver.nodeproxy`'s docstrin
   ``v4.channel.k8s.io``: stdin in, stdout and stderr out, one ``metav1.Status`` on channel 3
   when the command ends, then a close (1000). A client that goes away ends the command's whole
   process group.
+- ``POST /portForward/{namespace}/{pod}``: connections to the pod's ports over SPDY/3.1
+  (``portforward.k8s.io``) or a WebSocket (``v4.channel.k8s.io``), as :mod:`.portforward`
+  says.
 - ``GET /stats/summary``: the kubelet's Summary API (``statsapi.Summary`` JSON: the node's and
   each running container's CPU and memory) from the latest sample of :mod:`.stats`, which this
   server keeps taking every ``stats_interval`` seconds while it serves.
@@ -48,8 +51,8 @@ import aiohttp
 from aiohttp import web
 
 from kubetrain import _aio
-from kubetrain.local.apiserver import errors, nodeproxy, tls
-from kubetrain.local.node import logs, runtime, settings, spdy, stats, status
+from kubetrain.local.apiserver import channels, errors, nodeproxy, podoptions, tls
+from kubetrain.local.node import logs, portforward, runtime, settings, spdy, stats, status
 
 log = logging.getLogger(__name__)
 
@@ -225,6 +228,8 @@ class NodeServer:
         app.router.add_get(nodeproxy.EXEC_PATH, self._exec)
         app.router.add_post(nodeproxy.EXEC_PATH, self._exec)  # the kubelet takes either
         app.router.add_get(nodeproxy.STATS_PATH, self._summary)
+        app.router.add_post(nodeproxy.PORT_FORWARD_PATH, self._port_forward)
+        app.router.add_get(nodeproxy.PORT_FORWARD_PATH, self._port_forward)
         app.cleanup_ctx.append(self._sampling)
         return app
 
@@ -298,7 +303,7 @@ class NodeServer:
         pod, container = self._pod(request)
         name = request.match_info["pod"]
         try:
-            options = nodeproxy.log_options(request.query, name)
+            options = podoptions.log_options(request.query, name)
         except errors.ApiError as exc:
             raise Refused(exc.code if exc.code in (400, 422) else 400, exc.message) from exc
         cid = await self._log_attempt(pod, container, previous=options.previous)
@@ -388,12 +393,19 @@ class NodeServer:
         body = stats.summary(self.node_name, self.stats.started, snapshot)
         return web.json_response(body)
 
-    # -- exec ---------------------------------------------------------------------------------
+    # -- port-forward -------------------------------------------------------------------------
 
-    async def _exec(self, request: web.Request) -> web.StreamResponse:
+    async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        """``/portForward/{namespace}/{pod}`` over SPDY/3.1 or WebSocket (see
+        :mod:`.portforward`); an unknown pod is a plain-text 404 before any upgrade."""
+        name = request.match_info["pod"]
+        pod = self.pods.pod_by_name(request.match_info["namespace"], name)
+        if pod is None:
+            raise Refused(404, f'pod "{name}" does not exist')
+        dial = portforward.dialer(str((pod.get("metadata") or {}).get("uid") or name))
         if spdy.requested(request.headers):
-            return await self._exec_spdy(request)
-        ws = web.WebSocketResponse(protocols=nodeproxy.SUBPROTOCOLS, heartbeat=HEARTBEAT)
+            return await self._port_forward_spdy(request, dial)
+        ws = web.WebSocketResponse(protocols=portforward.WEBSOCKET_PROTOCOLS, heartbeat=HEARTBEAT)
         ready = ws.can_prepare(request)
         if not ready.ok:
             raise Refused(400, "Upgrade request required")
@@ -402,10 +414,64 @@ class NodeServer:
             raise Refused(
                 400,
                 f"none of the subprotocols offered ({offered}) is served; "
-                f"accepted: {', '.join(nodeproxy.SUBPROTOCOLS)}",
+                f"accepted: {', '.join(portforward.WEBSOCKET_PROTOCOLS)}",
+            )
+        try:
+            ports = portforward.websocket_ports(request.query)
+        except ValueError as exc:
+            raise Refused(400, str(exc)) from exc
+        await ws.prepare(request)
+        await portforward.serve_websocket(ws, ports, dial)
+        return ws
+
+    async def _port_forward_spdy(
+        self, request: web.Request, dial: portforward.Dial
+    ) -> web.StreamResponse:
+        offered = request.headers.getall(STREAM_PROTOCOL_HEADER, [])
+        protocol = spdy.negotiate(offered, (portforward.PROTOCOL,))
+        if not protocol:
+            raise Refused(
+                403,
+                "unable to upgrade: unable to negotiate protocol: client supports "
+                f"{', '.join(offered) or 'none'}, server supports {portforward.PROTOCOL}",
+            )
+        response = web.StreamResponse(
+            status=101,
+            headers={
+                "Connection": "Upgrade",
+                "Upgrade": spdy.UPGRADE,
+                STREAM_PROTOCOL_HEADER: protocol,
+            },
+        )
+        response.force_close()
+        session = spdy.Session()
+        await response.prepare(request)
+        request.protocol.set_parser(session)  # type: ignore[arg-type]  # feed_data/feed_eof
+        pump = asyncio.create_task(session.pump(response.write), name="spdy writer")
+        try:
+            await portforward.serve_spdy(session, dial)
+        finally:
+            await spdy.close_quietly(session, pump)
+        return response
+
+    # -- exec ---------------------------------------------------------------------------------
+
+    async def _exec(self, request: web.Request) -> web.StreamResponse:
+        if spdy.requested(request.headers):
+            return await self._exec_spdy(request)
+        ws = web.WebSocketResponse(protocols=channels.SUBPROTOCOLS, heartbeat=HEARTBEAT)
+        ready = ws.can_prepare(request)
+        if not ready.ok:
+            raise Refused(400, "Upgrade request required")
+        if ready.protocol is None:
+            offered = request.headers.get("Sec-WebSocket-Protocol", "") or "none"
+            raise Refused(
+                400,
+                f"none of the subprotocols offered ({offered}) is served; "
+                f"accepted: {', '.join(channels.SUBPROTOCOLS)}",
             )
         await ws.prepare(request)
-        options = nodeproxy.node_exec_options(request.query)
+        options = podoptions.node_exec_options(request.query)
         try:
             pod, container = self._pod(request)
             uid = str((pod.get("metadata") or {}).get("uid") or "")
@@ -420,10 +486,10 @@ class NodeServer:
                 code, "NotFound" if code == 404 else "InternalError", exc.message
             )
             with contextlib.suppress(ConnectionError):
-                await ws.send_bytes(nodeproxy.status_message(error))
+                await ws.send_bytes(channels.status_message(error))
             await ws.close()
             return ws
-        await _session(ws, process, options, v5=ready.protocol == nodeproxy.SUBPROTOCOLS[0])
+        await _session(ws, process, options, v5=ready.protocol == channels.SUBPROTOCOLS[0])
         return ws
 
     async def _exec_spdy(self, request: web.Request) -> web.StreamResponse:
@@ -432,7 +498,7 @@ class NodeServer:
         the client opens one stream per channel, and the command's end is a ``metav1.Status``
         on the error stream, then the connection closes."""
         pod, container = self._pod(request)
-        options = nodeproxy.node_exec_options(request.query)
+        options = podoptions.node_exec_options(request.query)
         offered = request.headers.getall(STREAM_PROTOCOL_HEADER, [])
         protocol = spdy.negotiate(offered, SPDY_PROTOCOLS)
         if not protocol:
@@ -500,7 +566,7 @@ async def _input(ws: web.WebSocketResponse, process: asyncio.subprocess.Process,
             continue
         data: bytes = message.data
         channel = data[0]
-        if channel == nodeproxy.STDIN and stdin is not None and not stdin.is_closing():
+        if channel == channels.STDIN and stdin is not None and not stdin.is_closing():
             try:
                 stdin.write(data[1:])
                 await stdin.drain()
@@ -508,8 +574,8 @@ async def _input(ws: web.WebSocketResponse, process: asyncio.subprocess.Process,
                 stdin = None
         elif (
             v5
-            and channel == nodeproxy.CLOSE_CHANNEL
-            and data[1:2] == bytes([nodeproxy.STDIN])
+            and channel == channels.CLOSE_CHANNEL
+            and data[1:2] == bytes([channels.STDIN])
             and stdin is not None
             and not stdin.is_closing()
         ):
@@ -520,7 +586,7 @@ async def _input(ws: web.WebSocketResponse, process: asyncio.subprocess.Process,
 
 
 async def _expected_streams(
-    session: spdy.Session, options: nodeproxy.ExecOptions
+    session: spdy.Session, options: podoptions.ExecOptions
 ) -> dict[str, spdy.Stream] | None:
     """Accept the client's streams until those the options ask for are there (the error
     stream always; stdin, stdout, stderr as asked; resize with a tty), within
@@ -644,7 +710,7 @@ async def _relay(
         with contextlib.suppress(*_aio.TIMEOUT_ERRORS):
             async with _aio.timeout(DRAIN):
                 await asyncio.gather(*pumps)
-        status = nodeproxy.exit_status(_exit_code(process.returncode))
+        status = channels.exit_status(_exit_code(process.returncode))
         await finish(json.dumps(status).encode())
     finally:
         if process.returncode is None:
@@ -663,8 +729,9 @@ def _exit_code(returncode: int | None) -> int:
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
+    if process.pid > 0:  # 0: a command the container engine runs, no process group here
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(ProcessLookupError):
         process.kill()
 
@@ -672,7 +739,7 @@ def _kill_group(process: asyncio.subprocess.Process) -> None:
 async def _session(
     ws: web.WebSocketResponse,
     process: asyncio.subprocess.Process,
-    options: nodeproxy.ExecOptions,
+    options: podoptions.ExecOptions,
     *,
     v5: bool,
 ) -> None:
@@ -681,14 +748,14 @@ async def _session(
 
     async def finish(status: bytes) -> None:
         with contextlib.suppress(ConnectionError):
-            await ws.send_bytes(bytes([nodeproxy.STATUS]) + status)
+            await ws.send_bytes(bytes([channels.STATUS]) + status)
             await ws.close()
 
     await _relay(
         process,
         outputs=(
-            _pump(process.stdout, ws, nodeproxy.STDOUT, options.stdout),
-            _pump(process.stderr, ws, nodeproxy.STDERR, options.stderr),
+            _pump(process.stdout, ws, channels.STDOUT, options.stdout),
+            _pump(process.stderr, ws, channels.STDERR, options.stderr),
         ),
         inputs=(),
         client_gone=_input(ws, process, v5),

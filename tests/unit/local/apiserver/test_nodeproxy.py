@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from multidict import MultiDict
 
-from kubetrain.local.apiserver import errors, nodeproxy, resources
+from kubetrain.local.apiserver import channels, errors, nodeproxy, podoptions, resources
 
 
 def pod(
@@ -64,7 +64,7 @@ def raised(call: Any) -> errors.ApiError:
     ],
 )
 def test_flags_read_as_kube_reads_them(query: dict[str, str], expected: bool) -> None:
-    assert nodeproxy.flag(query, "follow") is expected
+    assert podoptions.flag(query, "follow") is expected
 
 
 # ------------------------------------------------------------------------------ log options
@@ -121,11 +121,11 @@ def test_flags_read_as_kube_reads_them(query: dict[str, str], expected: bool) ->
 def test_log_options_become_the_kubelet_query(
     query: dict[str, str], node_query: list[tuple[str, str]]
 ) -> None:
-    assert nodeproxy.log_options(query, "p").node_query() == node_query
+    assert podoptions.log_options(query, "p").node_query() == node_query
 
 
 def test_log_options_keep_the_container() -> None:
-    assert nodeproxy.log_options({"container": "c"}, "p").container == "c"
+    assert podoptions.log_options({"container": "c"}, "p").container == "c"
 
 
 @pytest.mark.parametrize(
@@ -162,7 +162,7 @@ def test_log_options_keep_the_container() -> None:
     ],
 )
 def test_bad_log_options_are_invalid(query: dict[str, str], causes: list[tuple[str, str]]) -> None:
-    error = raised(lambda: nodeproxy.log_options(query, "p"))
+    error = raised(lambda: podoptions.log_options(query, "p"))
     assert error.code == 422
     assert error.reason == "Invalid"
     assert error.message.startswith('PodLogOptions "p" is invalid: ')
@@ -204,12 +204,12 @@ def test_bad_log_options_are_invalid(query: dict[str, str], causes: list[tuple[s
     ],
 )
 def test_unparsable_log_options_are_bad_requests(query: dict[str, str], message: str) -> None:
-    error = raised(lambda: nodeproxy.log_options(query, "p"))
+    error = raised(lambda: podoptions.log_options(query, "p"))
     assert (error.code, error.message) == (400, message)
 
 
 def test_since_time_is_kept_as_an_aware_time() -> None:
-    options = nodeproxy.log_options({"sinceTime": "2024-01-01T00:00:00Z"}, "p")
+    options = podoptions.log_options({"sinceTime": "2024-01-01T00:00:00Z"}, "p")
     assert options.since_time == datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
@@ -239,19 +239,19 @@ def test_since_time_is_kept_as_an_aware_time() -> None:
 def test_exec_options_become_the_kubelet_query(
     items: list[tuple[str, str]], node_query: list[tuple[str, str]]
 ) -> None:
-    assert nodeproxy.exec_options(MultiDict(items)).node_query() == node_query
+    assert podoptions.exec_options(MultiDict(items)).node_query() == node_query
 
 
 def test_the_node_reads_the_kubelets_query_back() -> None:
     """What the node reads is what the API server wrote; like the kubelet, only ``1`` is on."""
-    options = nodeproxy.ExecOptions(command=("sh", "-c", "x"), stdin=True, stdout=True, tty=True)
-    assert nodeproxy.node_exec_options(MultiDict(options.node_query())) == options
+    options = podoptions.ExecOptions(command=("sh", "-c", "x"), stdin=True, stdout=True, tty=True)
+    assert podoptions.node_exec_options(MultiDict(options.node_query())) == options
     loose = MultiDict([("command", "ls"), ("output", "true"), ("stdout", "1")])
-    assert nodeproxy.node_exec_options(loose) == nodeproxy.ExecOptions(command=("ls",))
+    assert podoptions.node_exec_options(loose) == podoptions.ExecOptions(command=("ls",))
 
 
 def test_exec_options_keep_the_container_and_command() -> None:
-    options = nodeproxy.exec_options(MultiDict([("command", "a"), ("container", "c")]))
+    options = podoptions.exec_options(MultiDict([("command", "a"), ("container", "c")]))
     assert (options.command, options.container) == (("a",), "c")
 
 
@@ -483,11 +483,11 @@ def test_a_generic_node_error_names_the_pod_log() -> None:
 
 
 def test_a_zero_exit_is_success() -> None:
-    assert nodeproxy.exit_status(0) == {"metadata": {}, "status": "Success"}
+    assert channels.exit_status(0) == {"metadata": {}, "status": "Success"}
 
 
 def test_a_non_zero_exit_carries_its_code_as_client_go_reads_it() -> None:
-    status = nodeproxy.exit_status(3)
+    status = channels.exit_status(3)
     assert status["status"] == "Failure"
     assert status["reason"] == "NonZeroExitCode"
     assert status["details"]["causes"] == [{"reason": "ExitCode", "message": "3"}]
@@ -495,7 +495,7 @@ def test_a_non_zero_exit_carries_its_code_as_client_go_reads_it() -> None:
 
 
 def test_a_status_message_is_on_channel_3() -> None:
-    message = nodeproxy.status_message(errors.internal("boom"))
+    message = channels.status_message(errors.internal("boom"))
     assert message[:1] == b"\x03"
     assert b'"message":"Internal error occurred: boom"' in message
 

@@ -1,0 +1,70 @@
+"""``kubectl port-forward`` to a pod the node agent runs, through the local API server and the
+node's ``/portForward``: to the pod and to a Service, over the WebSocket tunnel kubectl 1.31+
+asks for first and over plain SPDY/3.1 (its fallback), two connections at once, and the
+kubelet's error for a port nothing listens on."""
+
+from __future__ import annotations
+
+import os
+
+from kubernetes import client
+
+from tests import portforward
+from tests.apiserver.conftest import Kubectl, wait_for
+from tests.integration.local.conftest import Node, container, make_pod, phase_is, wait_pod
+
+
+def test_kubectl_port_forward_to_a_pod_and_a_service(
+    core: client.CoreV1Api,
+    api_client: client.ApiClient,
+    kubectl: Kubectl,
+    kubeconfig: str,
+    node: Node,
+    namespace: str,
+) -> None:
+    port, closed = portforward.free_port(), portforward.free_port()
+    ports = [{"name": "echo", "containerPort": port}, {"name": "idle", "containerPort": closed}]
+    pod = make_pod(
+        core,
+        namespace,
+        "echo",
+        node,
+        container("main", portforward.echo_command(port), ports=ports),
+        restart="Always",
+    )
+    # kubectl resolves svc/echo to this pod by the Service's selector
+    core.patch_namespaced_pod("echo", namespace, {"metadata": {"labels": {"app": "echo"}}})
+    core.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "echo"},
+            "spec": {
+                "selector": {"app": "echo"},
+                "ports": [{"name": "web", "port": 80, "targetPort": "echo"}],
+            },
+        },
+    )
+    wait_pod(api_client, namespace, "echo", phase_is("Running"))
+    wait_for(lambda: "listening" in core.read_namespaced_pod_log("echo", namespace), timeout=30)
+    base = ["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "port-forward"]
+    payloads = [b"first " * 5000, b"second " * 7000]
+
+    # kubectl's default: SPDY tunnelled in a WebSocket
+    with portforward.forwarding([*base, "pod/echo", f":{port}"]) as forward:
+        assert forward.remote == port
+        assert portforward.echoes_concurrently(forward, payloads) == payloads
+        assert portforward.echoes_concurrently(forward, [b"again"]) == [b"again"]
+
+    # kubectl's fallback, plain SPDY/3.1, to the pod behind the Service's named targetPort
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["KUBECTL_PORT_FORWARD_WEBSOCKETS"] = "false"
+    with portforward.forwarding([*base, "svc/echo", ":80"], env=env) as forward:
+        assert forward.remote == port
+        assert portforward.echoes_concurrently(forward, payloads) == payloads
+
+    # a declared port nothing listens on: the connection closes and kubectl says why
+    with portforward.forwarding([*base, "pod/echo", f":{closed}"]) as forward:
+        assert portforward.closed_without_data(forward)
+        message = forward.err.wait_for(portforward.ERROR)
+        assert f"error forwarding port {closed} to pod {pod['uid']}" in message[0]
+        assert f"dial tcp4 127.0.0.1:{closed}: connect: connection refused" in message[0]
