@@ -49,6 +49,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         f"up to {controlplane.BACKOFF_SPAN} times it (default: the kubelet's 10s up to 300s)",
     )
     parser.add_argument(
+        "--container-runtime",
+        choices=("none", "docker", "podman"),
+        default="none",
+        help="with --with-workloads: the node runs pods whose image is not the host image in "
+        "containers of this engine (default: %(default)s: host processes)",
+    )
+    parser.add_argument(
         "--log-format", choices=("text", "json"), default="text", help="log line format"
     )
     parser.add_argument(
@@ -106,7 +113,11 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         workloads = (
-            functools.partial(controlplane.workloads, node_backoff=args.node_backoff)
+            functools.partial(
+                controlplane.workloads,
+                node_backoff=args.node_backoff,
+                container_runtime=args.container_runtime,
+            )
             if config.workloads
             else None
         )

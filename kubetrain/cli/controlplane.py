@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from kubetrain import _aio, kube
 from kubetrain.local import daemon
 from kubetrain.local.apiserver import tls
-from kubetrain.local.node import agent, runtime
+from kubetrain.local.node import agent
 from kubetrain.local.node import settings as node_settings
 from kubetrain.local.scheduler import scheduler
 from kubetrain.operator import process
@@ -60,6 +60,7 @@ def workloads(
     environ: Mapping[str, str] | None = None,
     *,
     node_backoff: float | None = None,
+    container_runtime: str = "none",
 ) -> list[daemon.Component]:
     """The scheduler, the node agent, the operator and the runtime installer, in start order.
 
@@ -80,6 +81,7 @@ def workloads(
             ca_key=os.path.join(paths.pki, tls.CA_KEY),
             token=node_settings.token_of(cluster.configuration),
             environment=environment,
+            container_runtime=container_runtime,  # type: ignore[arg-type]  # the CLI's choices
         )
         if node_backoff is not None:
             config = dataclasses.replace(
@@ -127,7 +129,9 @@ async def stop_pods(config: node_settings.Settings, grace: float = STOP_GRACE) -
     """Stop every container still running: the control plane is going down, and it leaves no
     process behind (a node agent on its own leaves them running, to adopt them after a
     restart). Their pods read as terminated when it comes back, and restart by their policy."""
-    node_runtime = runtime.Runtime(agent.runtime_settings(config, None))
+    node_runtime = agent.make_runtime(config, None)
+    if config.container_runtime != "none":  # and the engine keeps none of its containers
+        await node_runtime.release(grace)
     running = [state for state in node_runtime.containers() if state.running]
     if not running:
         return

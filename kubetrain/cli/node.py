@@ -87,6 +87,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="private mount namespace per container (auto: when this host permits)",
     )
     parser.add_argument(
+        "--container-runtime",
+        choices=("none", "docker", "podman"),
+        default="none",
+        help="run pods whose image is not the host image in containers of that image, in this "
+        "engine (found through DOCKER_HOST / CONTAINER_HOST or its default socket); none: every "
+        "pod runs as host processes (default: %(default)s)",
+    )
+    parser.add_argument(
         "--gpus", type=int, help="number of GPUs to offer (default: what nvidia-smi -L lists)"
     )
     parser.add_argument(
@@ -171,6 +179,7 @@ async def _serve(args: argparse.Namespace, kubeconfig: str, root: str) -> None:
         token=settings.token_of(cluster.configuration),
         gpus=args.gpus,
         isolation=args.isolation,
+        container_runtime=args.container_runtime,
         backoff_initial=args.backoff_initial,
         backoff_max=args.backoff_max,
         environment=tuple((k, os.environ[k]) for k in INHERITED if k in os.environ),

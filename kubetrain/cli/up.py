@@ -27,12 +27,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout", type=float, default=daemon.READY_TIMEOUT, help="seconds to wait for ready"
     )
+    parser.add_argument(
+        "--container-runtime",
+        choices=("none", "docker", "podman"),
+        default="none",
+        help="run pods whose image is not the host image in containers of that image, in this "
+        "engine (found through DOCKER_HOST / CONTAINER_HOST or its default socket); none: every "
+        "pod runs as host processes (default: %(default)s)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     config = daemon.Config(
-        home=daemon.resolve_home(os.environ, args.home), port=args.port, workloads=True
+        home=daemon.resolve_home(os.environ, args.home),
+        port=args.port,
+        workloads=True,
+        container_runtime=args.container_runtime,
     )
     paths = config.paths
     try:

@@ -147,6 +147,7 @@ class Config:
     watch_window: int = store.DEFAULT_WINDOW
     bookmark_interval: float = 60.0
     workloads: bool = False  # also the scheduler, a node agent and the operator (`kubetrain up`)
+    container_runtime: str = "none"  # the node's container engine for images (docker, podman)
 
     @property
     def paths(self) -> Paths:
@@ -558,6 +559,8 @@ def start_background(config: Config, *, timeout: float = READY_TIMEOUT) -> dict[
         command += ["--port", str(config.port)]
     if config.workloads:
         command.append("--with-workloads")
+    if config.container_runtime != "none":
+        command += ["--container-runtime", config.container_runtime]
     log_fd = os.open(paths.log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)  # may hold Secrets
     with open(log_fd, "ab") as log_file:
         process = subprocess.Popen(

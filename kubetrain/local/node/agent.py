@@ -365,7 +365,7 @@ class Agent:
         self.settings = config
         self.name = config.node_name
         self._own_runtime = node_runtime is None
-        self.runtime = node_runtime or runtime.Runtime(runtime_settings(config, None))
+        self.runtime = node_runtime or make_runtime(config, None)
         # the kubelet's events: source kubelet on this host, written in the background
         self.events = record.Broadcaster(client)
         self.recorder = record.Recorder(
@@ -489,7 +489,7 @@ class Agent:
         self.devices = Devices(self.machine.gpus)
         await asyncio.to_thread(tools.install, config.root)
         if self._own_runtime:  # the runtime gives out the GPUs counted here, no others
-            self.runtime = runtime.Runtime(runtime_settings(config, self.devices.ids))
+            self.runtime = make_runtime(config, self.devices.ids)
         isolation = await asyncio.to_thread(lambda: self.runtime.isolation)
         await asyncio.to_thread(self.devices.recover, self.runtime)
         capacity = self.machine.capacity(config.max_pods)
@@ -511,6 +511,7 @@ class Agent:
             api=api_address(self.client.host),
             api_credentials=not self._no_credentials,
             entrypoints=tools.ENTRYPOINTS,
+            containers=config.container_runtime != "none",
         )
         endpoint = server.NodeServer(self.runtime, self, token=config.token)
         context = await asyncio.to_thread(server.tls_context, config, self.name)
@@ -745,6 +746,26 @@ def runtime_settings(
     if config.log_max_bytes is not None:
         options["log_max_bytes"] = config.log_max_bytes
     return runtime.Settings(root=config.root, **options)
+
+
+def make_runtime(config: node_settings.Settings, gpus: Sequence[str] | None) -> Any:
+    """The process runtime, behind a :class:`~kubetrain.local.node.router.Router` with a
+    container engine when the settings name one."""
+    processes = runtime.Runtime(runtime_settings(config, gpus))
+    if config.container_runtime == "none":
+        return processes
+    try:  # the containers extra: only a node given an engine needs it
+        from kubetrain.local.node import engine, router
+    except ImportError as exc:
+        raise runtime.StartError(
+            runtime.CREATE_CONTAINER_ERROR,
+            f"--container-runtime {config.container_runtime}: {exc}; accepted: install "
+            "kubetrain[containers], or --container-runtime none",
+        ) from exc
+    url = config.container_host or engine.find(config.container_runtime)
+    return router.Router(
+        processes, engine.Engine(processes.settings, config.container_runtime, url)
+    )
 
 
 async def run(

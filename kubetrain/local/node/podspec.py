@@ -42,6 +42,7 @@ from typing import Any, Final
 
 from kubetrain import api
 from kubetrain.errors import KubetrainError
+from kubetrain.frameworks import hostimage
 from kubetrain.local.apiserver import gofmt
 from kubetrain.local.node import runtime
 
@@ -228,6 +229,7 @@ class Host:
     api: tuple[str, int] | None = None  # the API server's host and port, as the node reaches it
     api_credentials: bool = True  # False: the kube-api-access mount cannot be shown here
     entrypoints: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by image name
+    containers: bool = False  # a container engine runs every image but the host image
 
 
 # -- the pod ----------------------------------------------------------------------------------
@@ -309,6 +311,8 @@ def sandbox(pod: Obj, sources: Sources, host: Host, hosts: str) -> runtime.Sandb
         hosts=hosts,
         volumes=volumes,
         subdomain=str(spec_of(pod).get("subdomain") or ""),
+        engine=host.containers
+        and any(not hostimage.is_host_image(c.get("image")) for c in all_containers(pod)),
     )
 
 
@@ -711,10 +715,13 @@ def container_spec(
     """The runtime spec of one container, and its environment (for the skipped keys).
     Raises :class:`NoCommand` or :class:`SpecError` (``CreateContainerConfigError``)."""
     name = str(container.get("name") or "")
+    image = str(container.get("image") or "")
+    engine = host.containers and not hostimage.is_host_image(image)  # the image's own files
     command = [str(a) for a in container.get("command") or []]
-    if not command:
-        command = list(host.entrypoints.get(image_name(str(container.get("image") or "")), ()))
-    if not command:
+    given = bool(command)
+    if not command and not engine:
+        command = list(host.entrypoints.get(image_name(image), ()))
+    if not command and not engine:
         section = "initContainers" if init else "containers"
         index = next(
             (
@@ -729,7 +736,7 @@ def container_spec(
     values = dict(environ.env)
     mapping = mapping_for(values)
     argv = tuple(expand(a, mapping) for a in [*command, *(container.get("args") or [])])
-    final = dict(host.base_env)
+    final = {} if engine else dict(host.base_env)  # an image brings its own PATH, HOME...
     final.setdefault("HOSTNAME", hostname(pod))
     final.update(values)
     mounts = tuple(
@@ -746,8 +753,24 @@ def container_spec(
         memory_limit=memory_limit(container),
         gpus=tuple(gpus),
         init=init,
+        image=image if engine else "",
+        image_entrypoint=engine and not given,
+        pull_policy=str(container.get("imagePullPolicy") or ""),
+        cpu_limit=cpu_limit(container),
     )
     return spec, environ
+
+
+def cpu_limit(container: Obj) -> float | None:
+    """The CPU limit in cores, or None."""
+    limits = (container.get("resources") or {}).get("limits") or {}
+    if "cpu" not in limits:
+        return None
+    try:
+        cores = float(api.parse_quantity(limits["cpu"]))
+    except ValueError:
+        return None
+    return cores if cores > 0 else None
 
 
 def image_name(image: str) -> str:

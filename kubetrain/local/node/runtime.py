@@ -86,6 +86,11 @@ CONTAINER_STATUS_UNKNOWN: Final = "ContainerStatusUnknown"
 CREATE_CONTAINER_ERROR: Final = "CreateContainerError"
 RUN_CONTAINER_ERROR: Final = "RunContainerError"
 UNKNOWN_EXIT: Final = 137  # what kubelet reports for a container it lost track of
+# a container engine's image could not be had (:mod:`~kubetrain.local.node.engine`): the
+# container waits with the first, and with the second while the pull backs off
+ERR_IMAGE_PULL: Final = "ErrImagePull"
+IMAGE_PULL_BACK_OFF: Final = "ImagePullBackOff"
+ERR_IMAGE_NEVER_PULL: Final = "ErrImageNeverPull"
 
 
 @dataclass(frozen=True)
@@ -124,6 +129,7 @@ class Sandbox:
     hosts: str  # full text of the pod's /etc/hosts ("" for the host's own)
     volumes: tuple[Volume, ...] = ()
     subdomain: str = ""  # spec.subdomain: with the hostname, the pod's DNS name
+    engine: bool = False  # a container engine runs its containers (their images, not the host's)
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,12 @@ class ContainerSpec:
     memory_limit: int | None = None  # bytes; exceeded: whole group killed, 137, OOMKilled
     gpus: tuple[str, ...] = ()  # device indices
     init: bool = False
+    # For a container engine (:mod:`~kubetrain.local.node.engine`); the process runtime runs
+    # the host image and reads none of these.
+    image: str = ""
+    image_entrypoint: bool = False  # no command given: the image's entrypoint, argv its args
+    pull_policy: str = ""  # imagePullPolicy; "": Always for :latest, else IfNotPresent
+    cpu_limit: float | None = None  # cores; the process runtime's are the worker's (cpulimit)
 
 
 @dataclass(frozen=True)

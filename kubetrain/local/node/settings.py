@@ -77,6 +77,10 @@ class Settings:
     path_prefix: tuple[str, ...] | None = None  # None: the runtime's default (this Python's bin)
     log_max_bytes: int | None = None
     isolation: Literal["auto", "namespace", "none"] = "auto"
+    # images other than the host image run in this engine (Docker Engine API); "none": every
+    # pod runs as host processes
+    container_runtime: Literal["none", "docker", "podman"] = "none"
+    container_host: str = ""  # the engine's address; "": where its own clients look
 
     @property
     def node_name(self) -> str:

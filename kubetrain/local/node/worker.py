@@ -443,6 +443,11 @@ class Worker:
         failed = self._create_errors.get(name)
         if failed is not None and time.monotonic() < failed.retry_at:
             self._waiting[name] = failed.waiting
+            if failed.waiting.reason == runtime.ERR_IMAGE_PULL:  # the kubelet's wait after it
+                image = str(container.get("image") or "")
+                self._waiting[name] = status.Waiting(
+                    runtime.IMAGE_PULL_BACK_OFF, f'Back-off pulling image "{image}"'
+                )
             self._at(failed.retry_at)
             return
         try:
@@ -480,6 +485,9 @@ class Worker:
         try:
             await self.agent.runtime.start(sandbox, spec, attempt)
         except runtime.StartError as exc:
+            if exc.reason in (runtime.ERR_IMAGE_PULL, runtime.ERR_IMAGE_NEVER_PULL):
+                self._cannot_create(name, exc.message, field_path, reason=exc.reason)
+                return
             cid = runtime.ContainerId(self.uid, name, attempt)
             if await asyncio.to_thread(self.agent.runtime.state, cid) is None:
                 self._cannot_run(name, attempt, str(exc), field_path, reason=exc.reason)
@@ -489,7 +497,7 @@ class Worker:
         self._events.append(Event(NORMAL, "Created", f"Created container: {name}", field_path))
         self._events.append(Event(NORMAL, "Started", f"Started container {name}", field_path))
 
-    def _cannot_create(self, name: str, message: str, field_path: str) -> None:
+    def _cannot_create(self, name: str, message: str, field_path: str, *, reason: str = "") -> None:
         """The kubelet's ``CreateContainerError``: the container waits with the reason (the
         pod stays Pending, nothing terminated for a controller to replace) and is tried again
         after :func:`create_backoff`; each failed try is a Warning ``Failed`` event (a repeat
@@ -500,7 +508,7 @@ class Worker:
         retry = time.monotonic() + create_backoff(
             failures, settings.backoff_initial, settings.backoff_max
         )
-        waiting = status.Waiting(status.CREATE_CONTAINER_ERROR, message)
+        waiting = status.Waiting(reason or status.CREATE_CONTAINER_ERROR, message)
         self._create_errors[name] = CreateFailure(waiting, retry, failures)
         self._waiting[name] = waiting
         self._at(retry)
