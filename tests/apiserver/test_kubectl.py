@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import queue
+import shutil
 import subprocess
-import time
+import threading
 
+import pytest
 import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
@@ -308,36 +311,49 @@ def test_delete_in_the_foreground_waits_for_blocking_dependents(
     wait_for(both_gone)
 
 
-def test_get_watch_prints_changes(kubectl: Kubectl, namespace: str, kubeconfig: str) -> None:
-    import shutil
-
+def test_get_watch_prints_changes(
+    kubectl: Kubectl, core: client.CoreV1Api, namespace: str, kubeconfig: str
+) -> None:
+    # kubectl lists, prints what is there, then watches from the list's version: once the
+    # marker is printed, both writes after it must come through the watch.
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "marker"}})
+    command = ["--kubeconfig", kubeconfig, "get", "-n", namespace, "cm", "-w", "-o", "name"]
     process = subprocess.Popen(
-        [
-            shutil.which("kubectl") or "kubectl",
-            "--kubeconfig",
-            kubeconfig,
-            "get",
-            "-n",
-            namespace,
-            "cm",
-            "-w",
-            "--request-timeout=5s",
-            "-o",
-            "name",
-        ],
+        [shutil.which("kubectl") or "kubectl", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.strip())
+
+    reader = threading.Thread(target=read, name="kubectl-get-w")
+    reader.start()
+    printed: list[str] = []
+
+    def next_line() -> str:
+        try:
+            printed.append(lines.get(timeout=30))
+        except queue.Empty:
+            pytest.fail(f"kubectl get -w printed nothing more after {printed}")
+        return printed[-1]
+
     try:
-        time.sleep(1.0)
+        while next_line() != "configmap/marker":
+            pass
         kubectl("apply", "-n", namespace, "-f", "-", input=CONFIGMAP.format(mode="a"))
         kubectl("apply", "-n", namespace, "-f", "-", input=CONFIGMAP.format(mode="b"))
-        out, _ = process.communicate(timeout=30)
+        while printed.count("configmap/settings") < 2:
+            next_line()
     finally:
-        if process.poll() is None:
-            process.kill()
-    assert out.count("configmap/settings") >= 2
+        process.kill()
+        process.communicate(timeout=30)
+        reader.join(timeout=30)
+    assert printed.count("configmap/settings") == 2, "one line for the create, one for the change"
 
 
 def test_wait_for_a_crd_to_be_established_and_use_it(kubectl: Kubectl, namespace: str) -> None:

@@ -6,7 +6,6 @@ an ERROR event when the version asked for is too old."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +15,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from tests.apiserver.conftest import LOCAL
+
+LIVE_TIMEOUT = 30  # seconds: the watch the live-events test opens ends after this
 
 
 def configmap(name: str, **meta: Any) -> dict:
@@ -42,12 +43,15 @@ def raw_watch(api_client: client.ApiClient, path: str, **query: Any) -> Iterator
         response.read()
         raise ApiException(http_resp=response)
     buffer = b""
-    for chunk in response.response.stream(4096, decode_content=False):
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            if line.strip():
-                yield json.loads(line)
+    try:
+        for chunk in response.response.stream(4096, decode_content=False):
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                if line.strip():
+                    yield json.loads(line)
+    finally:
+        response.response.close()  # a watch left before its end holds no connection
     if buffer.strip():
         yield json.loads(buffer)
 
@@ -122,27 +126,30 @@ def test_a_watch_without_a_version_starts_with_the_current_state(
 def test_live_events_arrive_while_the_watch_is_open(
     api_client: client.ApiClient, core: client.CoreV1Api, namespace: str
 ) -> None:
-    start = core.list_namespaced_config_map(namespace).metadata.resource_version
-    received: list[dict[str, Any]] = []
-
-    def consume() -> None:
-        for event in raw_watch(
-            api_client,
-            f"/api/v1/namespaces/{namespace}/configmaps",
-            resourceVersion=start,
-            timeoutSeconds=5,
-        ):
-            received.append(event)
-            if len(received) == 2:
-                return
-
-    thread = threading.Thread(target=consume)
-    thread.start()
-    time.sleep(0.3)
-    core.create_namespaced_config_map(namespace, configmap("live"))
+    # No resourceVersion: the watch starts at the current state, so its synthetic ADDED for
+    # the marker says it is open; what was written after that can only come live, and long
+    # before the server would end the watch.
+    labels = {"test": "live"}  # not the namespace's own kube-root-ca.crt
+    core.create_namespaced_config_map(namespace, configmap("marker", labels=labels))
+    stream = raw_watch(
+        api_client,
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        labelSelector="test=live",
+        timeoutSeconds=LIVE_TIMEOUT,
+    )
+    first = next(stream)
+    assert (first["type"], first["object"]["metadata"]["name"]) == ("ADDED", "marker")
+    written = time.monotonic()
+    core.create_namespaced_config_map(namespace, configmap("live", labels=labels))
     core.delete_namespaced_config_map("live", namespace)
-    thread.join(timeout=10)
-    assert [e["type"] for e in received] == ["ADDED", "DELETED"]
+    received = [next(stream, None), next(stream, None)]
+    waited = time.monotonic() - written
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in received if e] == [
+        ("ADDED", "live"),
+        ("DELETED", "live"),
+    ]
+    assert waited < LIVE_TIMEOUT / 2, f"the events came only as the watch ended ({waited:.1f}s)"
+    stream.close()
 
 
 def test_a_compacted_resource_version_is_410_gone_as_an_error_event(
