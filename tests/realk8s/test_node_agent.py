@@ -10,10 +10,10 @@ The node runs as ``kubetrain node --kubeconfig ... --tls-cert-file ... --tls-pri
   ``--node-monitor-grace-period`` (20 s here: :data:`tests.realcluster.NODE_MONITOR_GRACE`),
   renewing its Lease;
 - kube-scheduler binds pods to it, and it runs them;
-- ``kubectl logs`` (``-f``, ``--previous``, ``--tail``, ``--timestamps``) and ``kubectl exec``
-  reach it through kube-apiserver, which authenticates with its kubelet client certificate
-  (``kubectl`` speaks SPDY to kube-apiserver 1.28, which passes it on; the Python client
-  speaks WebSocket, passed on as well).
+- ``kubectl logs`` (``-f``, ``--previous``, ``--tail``, ``--timestamps``), ``kubectl exec``
+  and ``kubectl port-forward`` reach it through kube-apiserver, which authenticates with its
+  kubelet client certificate (``kubectl`` speaks SPDY to kube-apiserver 1.28, which passes it
+  on; the Python client speaks WebSocket, passed on as well).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from kubernetes.stream import stream
 from kubetrain import envtest
 from kubetrain.local.apiserver import tls
 from kubetrain.local.node import runtime
-from tests import processes, realcluster
+from tests import portforward, processes, realcluster
 from tests.apiserver.test_pod_log_exec import Output
 
 START_TIMEOUT = 90.0  # seconds for the node to be Ready and untainted (2 busy cores)
@@ -362,6 +362,48 @@ def test_kubectl_exec_prints_output_and_returns_the_exit_code(agent: Agent, name
         tty=False,
     )
     assert over_websocket == "via websocket\n"
+
+
+def test_kubectl_port_forward_to_a_pod_and_a_service(agent: Agent, namespace: str) -> None:
+    """kube-apiserver 1.28 has no WebSocket tunnel: kubectl's first try reaches the node,
+    which refuses it as a kubelet does, and kubectl falls back to SPDY, passed through."""
+    port, closed = portforward.free_port(), portforward.free_port()
+    main = {
+        "name": "main",
+        "image": "python:3",
+        "command": portforward.echo_command(port),
+        "ports": [{"name": "echo", "containerPort": port}, {"containerPort": closed}],
+    }
+    make_pod(agent, namespace, "echo", "", containers=[main])
+    agent.core.patch_namespaced_pod("echo", namespace, {"metadata": {"labels": {"app": "echo"}}})
+    agent.core.create_namespaced_service(
+        namespace,
+        {
+            "metadata": {"name": "echo"},
+            "spec": {"selector": {"app": "echo"}, "ports": [{"port": 80, "targetPort": "echo"}]},
+        },
+    )
+    pod = pod_is(agent, namespace, "echo", running())
+    wait_for(
+        "the echo server",
+        lambda: "listening" in agent.core.read_namespaced_pod_log("echo", namespace),
+        POD_TIMEOUT,
+        agent,
+    )
+    base = ["kubectl", "--kubeconfig", agent.kubeconfig, "-n", namespace, "port-forward"]
+    payloads = [b"first " * 5000, b"second " * 7000]
+    with portforward.forwarding([*base, "pod/echo", f":{port}"]) as forward:
+        assert portforward.echoes_concurrently(forward, payloads) == payloads
+    with portforward.forwarding([*base, "svc/echo", ":80"]) as forward:
+        assert forward.remote == port
+        assert portforward.echoes_concurrently(forward, [b"via the service"]) == [
+            b"via the service"
+        ]
+    with portforward.forwarding([*base, "pod/echo", f":{closed}"]) as forward:
+        assert portforward.closed_without_data(forward)
+        message = forward.err.wait_for(portforward.ERROR)[0]
+        assert f"error forwarding port {closed} to pod {pod.metadata.uid}" in message
+        assert f"dial tcp4 127.0.0.1:{closed}: connect: connection refused" in message
 
 
 # -- health, past the controller's grace period ---------------------------------------------
