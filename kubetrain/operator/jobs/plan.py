@@ -34,6 +34,12 @@ of a restart goes with the deletion of the failed pod (:attr:`Delete.announce`).
 ``lastReconcileTime`` moves only when something else in the status moved, so a status write
 never causes another one by itself.
 
+At about 800 lines this module is one concept, kept whole on purpose: the one ordered walk of
+a pass (``_Pass``, steps 1 to 7 above) and the data it returns. What can be judged apart
+already lives apart (:mod:`.backoff`, :mod:`.conditions`, :mod:`.children`,
+:mod:`.companions`, :mod:`.gang`, :mod:`.ports`, :mod:`.times`); cutting the walk itself would
+spread one order, which is upstream's, over several files.
+
 Must not: do I/O, read a clock, log, or know a framework by name (house rule 12).
 """
 
