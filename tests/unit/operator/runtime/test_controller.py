@@ -250,6 +250,7 @@ def test_workers_never_reconcile_one_key_at_once_and_catch_up_after() -> None:
         active: set[Key] = set()
         overlaps = 0
         calls = 0
+        started, release = asyncio.Event(), asyncio.Event()
 
         async def step(key: Key) -> Result:
             nonlocal overlaps, calls
@@ -257,7 +258,8 @@ def test_workers_never_reconcile_one_key_at_once_and_catch_up_after() -> None:
             if key in active:
                 overlaps += 1
             active.add(key)
-            await asyncio.sleep(0.01)
+            started.set()
+            await release.wait()  # the first reconcile holds the key until the adds are in
             active.discard(key)
             return Result()
 
@@ -266,9 +268,13 @@ def test_workers_never_reconcile_one_key_at_once_and_catch_up_after() -> None:
             task = group.create_task(c.run(), name="c")
             await until(lambda: c.queue is not None)
             c.enqueue(KEY)
-            await asyncio.sleep(0.002)  # in process now
+            async with _aio.timeout(5):
+                await started.wait()  # in process now
             for _ in range(10):
                 c.enqueue(KEY)
+            for _ in range(10):
+                await asyncio.sleep(0)  # idle workers get every chance to take the key again
+            release.set()
             queue: Any = c.queue
             await until(lambda: calls >= 2 and not queue.processing and not len(queue))
             task.cancel()
