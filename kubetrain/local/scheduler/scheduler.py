@@ -59,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import datetime
 import logging
 import socket
 import time
@@ -67,11 +68,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubetrain import _aio, kube
-from kubetrain.kube import tasks, watch
+from kubetrain.kube import record, tasks, watch
 from kubetrain.local.scheduler import (
     amounts,
+    bodies,
     estimates,
-    events,
     fit,
     gangs,
     messages,
@@ -94,7 +95,6 @@ PRIORITY_CLASSES: Final = kube.Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False, kind="PriorityClass"
 )
 RESOURCE_QUOTAS: Final = kube.Resource("", "v1", "resourcequotas", kind="ResourceQuota")
-EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
 POD_GROUP_KINDS: Final = (gangs.COSCHEDULING, gangs.VOLCANO)
 QUEUES: Final = kube.Resource(
     "scheduling.volcano.sh", "v1beta1", "queues", namespaced=False, kind="Queue"
@@ -174,6 +174,9 @@ class Scheduler:
         self.settings = settings or Settings()
         self.clock = clock
         self.host = socket.gethostname()
+        # the events of every profile, written in the background while run() runs
+        self.events = record.Broadcaster(client)
+        self._recorders: dict[str, record.Recorder] = {}
         self.pods = _Store(_uid)
         self.nodes = _Store(lambda n: str(_meta(n).get("name") or ""))
         self.priority_classes = _Store(lambda c: str(_meta(c).get("name") or ""))
@@ -218,6 +221,9 @@ class Scheduler:
                 self._watch_queues()
             self._tasks.spawn(self._loop(), "scheduler-loop")
             self._tasks.spawn(self._rediscover(), "scheduler-rediscover")
+            self._tasks.spawn(
+                tasks.guarded("scheduler events", self.events.run()), "scheduler-events"
+            )
         log.info("scheduler stopped")
 
     async def _discover_groups(self) -> None:
@@ -658,7 +664,7 @@ class Scheduler:
             try:
                 await self.client.create(
                     PODS,
-                    events.binding(pod, node),
+                    bodies.binding(pod, node),
                     namespace=namespace,
                     name=name,
                     subresource="binding",
@@ -697,7 +703,7 @@ class Scheduler:
             message=messages.scheduled(namespace, name, node),
             type="Normal",
             action=messages.ACTION_BINDING,
-            component=events.component_of(pod),
+            component=bodies.component_of(pod),
         )
         return True
 
@@ -731,7 +737,7 @@ class Scheduler:
                                 message=message,
                                 type="Warning",
                                 action=messages.ACTION_PREEMPTING,
-                                component=events.DEFAULT_COMPONENT,
+                                component=bodies.DEFAULT_COMPONENT,
                             )
                         )
                     )
@@ -745,9 +751,9 @@ class Scheduler:
                             message=messages.preempting(preemptor.label, _victims_text(eviction)),
                             type="Normal",
                             action=messages.ACTION_PREEMPTING,
-                            component=events.component_of(first)
+                            component=bodies.component_of(first)
                             if first
-                            else events.DEFAULT_COMPONENT,
+                            else bodies.DEFAULT_COMPONENT,
                         )
                     )
                 )
@@ -762,12 +768,12 @@ class Scheduler:
     ) -> None:
         namespace, name = _key(pod)
         uid = _uid(pod)
-        component = events.component_of(pod)
+        component = bodies.component_of(pod)
         try:
             await self.client.patch(
                 PODS,
                 name,
-                events.disruption_patch(pod, messages.preempting_condition(component), now),
+                bodies.disruption_patch(pod, messages.preempting_condition(component), now),
                 namespace=namespace,
                 type="strategic",
                 subresource="status",
@@ -803,7 +809,7 @@ class Scheduler:
             if outcome.message is None:
                 continue
             placed = {info.uid for info, _ in outcome.placed}
-            message = events.clip(outcome.message)
+            message = record.clip(outcome.message)
             for info in outcome.unit.pods:
                 pod = by_uid.get(info.uid)
                 if pod is None or info.uid in placed or not self._tell_needed(pod, message):
@@ -815,7 +821,7 @@ class Scheduler:
         return changed
 
     def _tell_needed(self, pod: Mapping[str, Any], message: str) -> bool:
-        if events.shown_message(pod) == message:
+        if bodies.shown_message(pod) == message:
             return False
         written = self._shown.get(_uid(pod))
         return written is None or written != (_version(pod), message)
@@ -826,7 +832,7 @@ class Scheduler:
             await self.client.patch(
                 PODS,
                 name,
-                events.unschedulable_patch(pod, message, now),
+                bodies.unschedulable_patch(pod, message, now),
                 namespace=namespace,
                 type="strategic",
                 subresource="status",
@@ -844,17 +850,27 @@ class Scheduler:
             message=message,
             type="Warning",
             action=messages.ACTION_SCHEDULING,
-            component=events.component_of(pod),
+            component=bodies.component_of(pod),
         )
 
-    async def _event(self, involved: Mapping[str, Any], **fields: Any) -> None:
-        """Post an Event, stamped when it is sent (its name carries the time, so two events
-        of one cycle about objects of the same name do not collide)."""
-        body = events.event(involved, host=self.host, now=self.clock(), **fields)
-        try:
-            await self.client.create(EVENTS, body)
-        except kube.ApiError as exc:  # an event is worth a try, never a retry
-            log.debug("event %s not written: %s", fields.get("reason"), exc)
+    async def _event(
+        self,
+        involved: Mapping[str, Any],
+        *,
+        component: str,
+        type: record.EventType,
+        reason: str,
+        message: str,
+        action: str,
+        related: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record an Event as ``component`` (the pod's scheduler profile): queued for the
+        writer while :meth:`run` runs, else written before this returns."""
+        found = self._recorders.get(component)
+        if found is None:
+            found = recorder(self.client, component, self.host, self.events, self.clock)
+            self._recorders[component] = found
+        await found.event(involved, type, reason, message, action=action, related=related)
 
     # -- PodGroup status -------------------------------------------------------------------
 
@@ -994,7 +1010,7 @@ class Scheduler:
                     and needed
                     and _unschedulable_message(current) != waiting.message
                 ):
-                    message = events.clip(waiting.message)  # no pods to tell: tell the group
+                    message = record.clip(waiting.message)  # no pods to tell: tell the group
                 if message is not None:
                     writes.append(
                         self._throttled(
@@ -1004,9 +1020,9 @@ class Scheduler:
                                 message=message,
                                 type="Warning",
                                 action=messages.ACTION_SCHEDULING,
-                                component=events.component_of(pods[0])
+                                component=bodies.component_of(pods[0])
                                 if pods
-                                else events.DEFAULT_COMPONENT,
+                                else bodies.DEFAULT_COMPONENT,
                             )
                         )
                     )
@@ -1141,3 +1157,24 @@ def _annotate(plan: policy.Plan, decision: preemption.Decision) -> None:
 async def run(client: kube.Client, settings: Settings | None = None) -> None:
     """Run the scheduler until cancelled."""
     await Scheduler(client, settings).run()
+
+
+def recorder(
+    client: kube.Client,
+    component: str,
+    host: str,
+    broadcaster: record.Broadcaster,
+    clock: Callable[[], float],
+) -> record.Recorder:
+    """The recorder of one scheduler profile, writing as kube-scheduler's do: ``component``
+    (the profile) in ``source.component`` and ``reportingComponent``, ``<profile>-<host>`` as
+    ``reportingInstance``, an ``eventTime``, and times from the scheduler's clock."""
+    return record.Recorder(
+        client,
+        component,
+        broadcaster=broadcaster,
+        instance=f"{component}-{host}" if host else component,
+        assumed=("v1", "Pod"),
+        event_time=True,
+        wall=lambda: datetime.datetime.fromtimestamp(clock(), datetime.timezone.utc),
+    )

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kubetrain import _aio, kube
-from kubetrain.kube import watch
+from kubetrain.kube import record, watch
 from kubetrain.local.scheduler import scheduler
 from tests.apiserver.cascade import NAMESPACES, PRIORITY_CLASSES, eventually, run
 
@@ -29,7 +29,7 @@ from tests.apiserver.cascade import NAMESPACES, PRIORITY_CLASSES, eventually, ru
 
 PODS = scheduler.PODS
 NODES = scheduler.NODES
-EVENTS = scheduler.EVENTS
+EVENTS = record.EVENTS
 QUOTAS = scheduler.RESOURCE_QUOTAS
 SERVICE_ACCOUNTS = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
 COSCHEDULING = kube.Resource("scheduling.x-k8s.io", "v1alpha1", "podgroups", kind="PodGroup")

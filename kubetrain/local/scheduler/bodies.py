@@ -1,15 +1,13 @@
-"""The objects the scheduler writes besides bindings and PodGroup status: core/v1 Events
-(FailedScheduling, Scheduled, Preempted, and the gang's Unschedulable on its PodGroup), the
-``PodScheduled=False`` condition of a pod that waits and the ``DisruptionTarget`` condition
-of one being evicted, as kube-scheduler writes them.
-
-An Event names its reporter as kube-scheduler's do: the scheduler profile, which is the pod's
-``spec.schedulerName`` (``default-scheduler`` for most pods), in both ``source.component``
-and ``reportingComponent``. Messages are cut to 1024 characters, the API's limit.
+"""The objects the scheduler writes besides Events and PodGroup status: the Binding of a pod
+to a node, the ``PodScheduled=False`` condition of a pod that waits and the
+``DisruptionTarget`` condition of one being evicted, as kube-scheduler writes them; and which
+scheduler profile reports a pod's events (its ``spec.schedulerName``, ``default-scheduler``
+for most pods).
 
 Owns: building those bodies, and reading back the message a pod already shows (the scheduler
 writes a condition and an event only when that message changes, so a restart or a repeated
-cycle sends nothing new). Must not: send anything.
+cycle sends nothing new). Must not: send anything; build Events (:mod:`kubetrain.kube.record`
+does, for every component).
 """
 
 from __future__ import annotations
@@ -17,75 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubetrain.kube.record import clip
 from kubetrain.local.scheduler import messages, timestamps
 
-MAX_MESSAGE: Final = 1024
 DEFAULT_COMPONENT: Final = "default-scheduler"
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def clip(message: str) -> str:
-    return message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
-
-
-def event(
-    involved: Mapping[str, Any],
-    *,
-    reason: str,
-    message: str,
-    type: str,
-    action: str,
-    component: str,
-    now: float,
-    host: str = "",
-    related: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A core/v1 Event about ``involved`` (any object with apiVersion, kind and metadata);
-    ``host`` names the machine the scheduler runs on, for ``reportingInstance``; ``related``
-    is a second object it concerns (a preemptor, for its victims' events)."""
-    meta = _mapping(involved.get("metadata"))
-    name = str(meta.get("name") or "")
-    stamp = timestamps.format_seconds(now)
-    body = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {
-            "name": f"{name}.{int(now * 1e9):x}",
-            "namespace": str(meta.get("namespace") or "default"),
-        },
-        "involvedObject": {
-            "apiVersion": involved.get("apiVersion") or "v1",
-            "kind": involved.get("kind") or "Pod",
-            "name": name,
-            "namespace": meta.get("namespace"),
-            "uid": meta.get("uid"),
-            "resourceVersion": meta.get("resourceVersion"),
-        },
-        "reason": reason,
-        "message": clip(message),
-        "type": type,
-        "action": action,
-        "source": {"component": component},
-        "reportingComponent": component,
-        "reportingInstance": f"{component}-{host}" if host else component,
-        "firstTimestamp": stamp,
-        "lastTimestamp": stamp,
-        "eventTime": timestamps.format_micro(now),
-        "count": 1,
-    }
-    if related is not None:
-        other = _mapping(related.get("metadata"))
-        body["related"] = {
-            "apiVersion": related.get("apiVersion") or "v1",
-            "kind": related.get("kind") or "Pod",
-            "name": other.get("name"),
-            "namespace": other.get("namespace"),
-            "uid": other.get("uid"),
-        }
-    return body
 
 
 def component_of(pod: Mapping[str, Any]) -> str:
