@@ -41,6 +41,7 @@ VERBS: dict[str, str] = {
     "describe": "get",
     "logs": "logs",
     "log": "logs",
+    "port-forward": "portforward",
     "events": "events",
     "delete": "delete",
     "rm": "delete",

@@ -486,6 +486,46 @@ class Client:
         finally:
             response.close()
 
+    async def websocket(
+        self,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        protocols: tuple[str, ...] = (),
+        timeout: Timeout = CLIENT_DEFAULT,
+    ) -> aiohttp.ClientWebSocketResponse:
+        """Open a WebSocket to ``path`` (a pod's ``exec`` or ``portforward``) offering
+        ``protocols``, with the client's authentication and TLS, within ``timeout``; the
+        socket then has no time limit. A refused upgrade raises the API error its status
+        names (the server's Status body is not kept by the WebSocket handshake)."""
+        limit = self.timeout if isinstance(timeout, _UseClientDefault) else timeout
+        api = self._api
+        headers = dict(api.default_headers)
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        await api.update_params_for_auth(headers, params, ["BearerToken"], path, "GET", None)
+        url = self.host + path
+        if params:
+            url += "?" + "&".join(f"{k}={urllib.parse.quote(str(v))}" for k, v in params)
+        options: dict[str, Any] = {}
+        if api.configuration.tls_server_name:
+            options["server_hostname"] = api.configuration.tls_server_name
+        rest = api.rest_client
+        if rest.proxy:
+            options["proxy"] = rest.proxy
+        if rest.pool_manager is None:
+            rest.pool_manager = rest._create_pool_manager()
+        try:
+            async with _aio.timeout(limit):
+                return await rest.pool_manager.ws_connect(
+                    url, headers=headers, protocols=protocols, **options
+                )
+        except aiohttp.WSServerHandshakeError as exc:
+            raise errors.from_response(exc.status, b"", exc.message) from exc
+        except _aio.TIMEOUT_ERRORS as exc:
+            raise errors.Unavailable(f"GET {path}: no answer within {limit}s") from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise errors.Unavailable(f"GET {path}: {_describe(exc)}") from exc
+
     async def _send(
         self,
         method: str,

@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
+from kubernetes.stream import portforward as portforward_stream
 from kubernetes.stream import stream
 
 from kubetrain import envtest
@@ -404,6 +405,18 @@ def test_kubectl_port_forward_to_a_pod_and_a_service(agent: Agent, namespace: st
         message = forward.err.wait_for(portforward.ERROR)[0]
         assert f"error forwarding port {closed} to pod {pod.metadata.uid}" in message
         assert f"dial tcp4 127.0.0.1:{closed}: connect: connection refused" in message
+    # the kubelet's WebSocket channels (what `kubetrain port-forward` speaks), passed on too
+    over_websocket = portforward_stream(
+        agent.core.connect_get_namespaced_pod_portforward, "echo", namespace, ports=str(port)
+    )
+    try:
+        conn = over_websocket.socket(port)
+        conn.setblocking(True)
+        conn.settimeout(20)
+        conn.sendall(b"via websocket")
+        assert portforward.read_exactly(conn, len(b"via websocket")) == b"via websocket"
+    finally:
+        over_websocket.close()
 
 
 # -- health, past the controller's grace period ---------------------------------------------

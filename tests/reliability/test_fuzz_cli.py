@@ -7,8 +7,9 @@ what is wrong: never a traceback, never the internal-error exit (70), never a ha
   "billion laughs" of YAML aliases), against the session's API server and a fresh namespace.
   An invocation that is valid may succeed; one that fails says why in one line (several
   only when each is a whole problem of its own, as ``validate`` lists every bad field).
-- The verbs that start or stop daemons (up, down, apiserver, node, operator, dashboard) only get
-  arguments argparse refuses, so nothing starts; ``submit`` only ``--dry-run``.
+- The verbs that start or stop daemons (up, down, apiserver, node, operator, dashboard) and
+  port-forward (which serves until interrupted) only get arguments argparse refuses, so
+  nothing starts; ``submit`` only ``--dry-run``.
 - Three mistakes (of argparse, of a file, of a kubeconfig) through the real entry point,
   ``python -m kubetrain``, in a process of its own.
 - ``kubetrain validate`` and ``apply`` with a 50 MB file, deeply nested YAML and JSON, and
@@ -45,7 +46,9 @@ pytest_plugins = ["tests.reliability.security_fixtures"]  # the bad_input_figure
 
 HANG: Final = 60.0  # seconds one in-process invocation may take before the run is ended
 EXIT_INTERNAL: Final = 70
-DAEMONS: Final = frozenset({"up", "down", "apiserver", "node", "operator", "dashboard"})
+DAEMONS: Final = frozenset(
+    {"up", "down", "apiserver", "node", "operator", "dashboard", "port-forward"}
+)
 HUGE_BYTES: Final = 50 * 1024 * 1024
 MEMORY_LIMIT: Final = 600 * 1024 * 1024  # bytes of peak RSS for any one CLI process
 TIME_LIMIT: Final = 20.0  # seconds for a CLI process to refuse a huge or deep file

@@ -6,11 +6,14 @@ kubelet's error for a port nothing listens on."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 from kubernetes import client
 
 from tests import portforward
-from tests.apiserver.conftest import Kubectl, wait_for
+from tests.fixtures.cluster import Kubectl
+from tests.fixtures.waits import wait_for
 from tests.integration.local.conftest import Node, container, make_pod, phase_is, wait_pod
 
 
@@ -68,3 +71,60 @@ def test_kubectl_port_forward_to_a_pod_and_a_service(
         message = forward.err.wait_for(portforward.ERROR)
         assert f"error forwarding port {closed} to pod {pod['uid']}" in message[0]
         assert f"dial tcp4 127.0.0.1:{closed}: connect: connection refused" in message[0]
+
+
+def test_kubetrain_port_forward_opens_a_jobs_declared_port(
+    core: client.CoreV1Api,
+    api_client: client.ApiClient,
+    kubeconfig: str,
+    node: Node,
+    namespace: str,
+) -> None:
+    """The job's first replica, its port by name, over the kubelet's WebSocket channels; the
+    pods are made as the operator makes them (no operator runs beside these tests)."""
+    port = portforward.free_port()
+    template = {"spec": {"containers": [container("pytorch", ["true"])]}}
+    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
+        "kubeflow.org",
+        "v1",
+        namespace,
+        "pytorchjobs",
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "PyTorchJob",
+            "metadata": {"name": "tb"},
+            "spec": {
+                "pytorchReplicaSpecs": {
+                    "Master": {"replicas": 1, "template": template},
+                    "Worker": {"replicas": 1, "template": template},
+                }
+            },
+        },
+    )
+    for rtype, command in (("worker", ["sleep", "60"]), ("master", portforward.echo_command(port))):
+        ports = [{"name": "tensorboard", "containerPort": port}] if rtype == "master" else []
+        name = f"tb-{rtype}-0"
+        make_pod(core, namespace, name, node, container("pytorch", command, ports=ports))
+        labels = {
+            "training.kubeflow.org/job-name": "tb",
+            "training.kubeflow.org/operator-name": "pytorchjob-controller",
+            "training.kubeflow.org/replica-type": rtype,
+            "training.kubeflow.org/replica-index": "0",
+        }
+        core.patch_namespaced_pod(name, namespace, {"metadata": {"labels": labels}})
+        wait_pod(api_client, namespace, name, phase_is("Running"))
+    wait_for(
+        lambda: "listening" in core.read_namespaced_pod_log("tb-master-0", namespace), timeout=30
+    )
+    command = [sys.executable, "-m", "kubetrain", "port-forward", "tb", ":tensorboard"]
+    command += ["--kubeconfig", kubeconfig, "-n", namespace]
+    with portforward.forwarding(command) as forward:
+        assert forward.remote == port
+        payloads = [b"one " * 4000, b"two " * 3000]
+        assert portforward.echoes_concurrently(forward, payloads) == payloads
+    refused = subprocess.run(
+        [*command[:4], "tb", "no-such-port", *command[6:]], capture_output=True, text=True
+    )
+    assert refused.returncode != 0
+    assert "declares no port named 'no-such-port'" in refused.stderr
+    assert f"tensorboard={port}" in refused.stderr

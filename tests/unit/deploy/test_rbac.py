@@ -454,7 +454,7 @@ CLIENT_VERBS: Final = {
     "delete": ("delete",),
     "delete_collection": ("deletecollection",),
 }
-RAW_METHODS: Final = ("request", "stream")  # a raw path: no resource to read here
+RAW_METHODS: Final = ("request", "stream", "websocket")  # a raw path: no resource to read here
 NO_RESOURCE: Final = (
     "discover",  # /api and /apis, readable by every authenticated user (system:discovery)
     "close",
