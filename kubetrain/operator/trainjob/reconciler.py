@@ -32,6 +32,10 @@ One reconcile, for a TrainJob this controller manages (``spec.managedBy`` unset 
    then writes the status if it changed, then sends events. ``status.trainerStatus`` is never
    written here: the training process reports it (:mod:`kubetrain.progress`).
 
+Steps 0 to 3 fetch (and, for a refusal, stop); steps 4 to 6 are decided by :mod:`.plan`, a
+pure function of the job, what was built and what was observed, and carried out here in the
+order it gives.
+
 Pod names are deterministic (``<job>-<replicatedJob>-<jobIndex>-<podIndex>``), so the API
 server itself refuses a second pod for an index. A change of ``trainer.numNodes`` (an elastic
 job resized, which admission allows) changes the pod count of the trainer job: the pods of new
@@ -72,6 +76,7 @@ from kubetrain.operator.trainjob import (
     status,
     workload,
 )
+from kubetrain.operator.trainjob import plan as trainjob_plan
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +190,7 @@ class TrainJobReconciler:
     # -- reconcile -------------------------------------------------------------------------------
 
     async def reconcile(self, key: controller.Key) -> controller.Result:
+        """Fetch (caches, snapshot, host port, build), :func:`.plan.plan`, then carry it out."""
         raw = self.stores.trainjobs.get(key.namespace, key.name)
         exp_key = str(key)
         if raw is None:
@@ -201,25 +207,16 @@ class TrainJobReconciler:
             return controller.Result()
         memory = self._memory_for(exp_key, str(meta.get("uid") or ""))
         old_status = raw.get("status") or {}
-        conditions = status.conditions_of(old_status)
-        if memory.finished and not status.finished(conditions):
+        finished = status.finished(status.conditions_of(old_status))
+        if memory.finished and not finished:
             return controller.Result()  # the cache has not caught up with our verdict yet
-        now_dt = self.clock()
-        now = status.timestamp(now_dt)
-        ref = spec.get("runtimeRef") or {}
-        gk = f"{ref.get('kind') or ''}.{ref.get('apiGroup') or ''}"
-        if ref.get("apiGroup") != kinds.TRAINER_GROUP or ref.get("kind") not in RUNTIME_KINDS:
-            status.set_failed(
-                conditions,
-                messages.RUNTIME_NOT_SUPPORTED_REASON,
-                messages.RUNTIME_NOT_SUPPORTED_MESSAGE.format(gk=gk),
-                now,
-            )
-            await self._write_status(raw, old_status, status.merged(old_status, conditions, None))
+        now = self.clock()
+        refused = trainjob_plan.unsupported_runtime(raw, now)
+        if refused is not None:
+            await self._write_status(raw, old_status, refused)
             return controller.Result()
-        uid = str(meta.get("uid"))
-        pods = self.stores.pods.owned_by(uid)
-        if status.finished(conditions) and not self._has_snapshot(raw, memory):
+        pods = self.stores.pods.owned_by(str(meta.get("uid")))
+        if finished and not self._has_snapshot(raw, memory):
             # Finished, and nothing left to build from: only make sure nothing still runs.
             await self._delete_pods(exp_key, key.namespace, [p for p in pods if workload.active(p)])
             return controller.Result()
@@ -228,51 +225,39 @@ class TrainJobReconciler:
         await self._check_against(raw, runtime)
         host_port = await self._host_port(raw, job, runtime, pods, memory)
         built = await self._build(raw, job, runtime, memory, host_port)
-        status.accept(conditions)  # every check passed: a refusal is over
-        jobset = next(o for o in built.objects if o.get("kind") == "JobSet")
-        extras = [o for o in built.objects if o.get("kind") != "JobSet"]
+        jobset = trainjob_plan.jobset_of(built)
         service = self.stores.services.get(key.namespace, workload.subdomain(jobset))
-        recorded = workload.restart_counts(service)
-        restarts = max(recorded, memory.restarts)
-        observation = workload.observe(jobset, pods, *restarts)
+        observed = trainjob_plan.Observed(pods, service, memory.restarts)
+        plan = trainjob_plan.plan(raw, built, observed, now)
+        return await self._execute(key, raw, plan, service, memory)
 
-        suspend = spec.get("suspend") is True
-        was_finished = status.finished(conditions)
-        status.set_suspended(conditions, suspend, now)
-        update = framework.run_status(built.info, observation)
-        status.apply_update(conditions, update, now)
-        remaining = status.deadline_remaining(raw, conditions, now_dt)
-        deadline_passed = remaining is not None and remaining <= 0
-        if deadline_passed:
-            status.set_failed(
-                conditions,
-                messages.DEADLINE_EXCEEDED_REASON,
-                messages.DEADLINE_EXCEEDED_MESSAGE,
-                now,
-            )
-        status.set_running(conditions, observation, suspend, now)
-        new_status = status.merged(old_status, conditions, update.jobs_status)
-
-        if status.finished(conditions):
-            if not was_finished:
-                log.info("TrainJob %s finished: %s", key, _verdict(conditions))
-            await self._write_status(raw, old_status, new_status)
+    async def _execute(
+        self,
+        key: controller.Key,
+        raw: dict[str, Any],
+        plan: trainjob_plan.Plan,
+        service: dict[str, Any] | None,
+        memory: _Memory,
+    ) -> controller.Result:
+        """Carry ``plan`` out, in the order :mod:`.plan` gives."""
+        exp_key = str(key)
+        old_status = raw.get("status") or {}
+        if plan.finished:
+            if plan.verdict is not None:
+                log.info("TrainJob %s finished: %s", key, plan.verdict)
+            await self._write_status(raw, old_status, plan.status)
             memory.finished = True
-            doomed = pods if deadline_passed else [p for p in pods if workload.active(p)]
-            await self._delete_pods(exp_key, key.namespace, doomed)
+            await self._delete_pods(exp_key, key.namespace, plan.delete)
             return controller.Result()
-
         if not self.expectations.satisfied(exp_key):
             return controller.Result(requeue_after=EXPECTATIONS_RECHECK)
-        plan = workload.plan(jobset, observation, pods)
         try:
-            await self._ensure_extras(key.namespace, extras, suspend, memory)
-            await self._ensure_claims(key.namespace, workload.volume_claims(jobset), memory)
-            await self._ensure_service(jobset, service, restarts, memory)
+            await self._ensure_extras(key.namespace, plan.extras, plan.suspend, memory)
+            await self._ensure_claims(key.namespace, plan.claims, memory)
+            await self._ensure_service(plan.jobset, service, plan.restarts, memory)
             if plan.restart is not None:
-                await self._record_restart(jobset, plan.restart, memory)
-            by_name = {workload.name_of(p): p for p in pods}
-            await self._delete_pods(exp_key, key.namespace, [by_name[n] for n in plan.delete])
+                await self._record_restart(plan.jobset, plan.restart, memory)
+            await self._delete_pods(exp_key, key.namespace, plan.delete)
             await self._create_pods(exp_key, key.namespace, plan.create)
         except kube.Invalid as exc:  # the API server refuses what was built: retrying won't help
             await self._failed_event(raw, str(exc))
@@ -280,12 +265,10 @@ class TrainJobReconciler:
         except kube.ApiError as exc:
             await self._failed_event(raw, str(exc))
             raise
-        await self._write_status(raw, old_status, new_status)
+        await self._write_status(raw, old_status, plan.status)
         for type_, reason, message in plan.events:
             await self.recorder.event(raw, _event_type(type_), reason, message)
-        if remaining is not None and remaining > 0:
-            return controller.Result(requeue_after=remaining)
-        return controller.Result()
+        return controller.Result(requeue_after=plan.requeue_after)
 
     def _memory_for(self, key: str, uid: str) -> _Memory:
         memory = self._memory.get(key)
@@ -658,16 +641,6 @@ async def _in_batches(action: Callable[[Any], Any], items: Sequence[Any]) -> Non
 def _as_written(raw: Mapping[str, Any]) -> dict[str, Any]:
     """The job without its status: the operator's own writing is never part of validation."""
     return {key: value for key, value in raw.items() if key != "status"}
-
-
-def _verdict(conditions: Iterable[Mapping[str, Any]]) -> str:
-    for condition in conditions:
-        if (
-            condition.get("type") in (messages.COMPLETE, messages.FAILED)
-            and condition.get("status") == "True"
-        ):
-            return f"{condition.get('type')} ({condition.get('reason')})"
-    return "unknown"
 
 
 def _event_type(value: str) -> record.EventType:
