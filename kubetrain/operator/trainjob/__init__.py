@@ -6,7 +6,10 @@ plugins in a fixed order, and realises the result itself, as JobSet would, as po
 headless Service, plus the Secrets, ConfigMaps and PodGroups the plugins ask for.
 
     setup.setup(manager, settings)   registers the controller on an operator Manager
-    reconciler.TrainJobReconciler    one reconcile: snapshot → plugins → workload → status
+    reconciler.TrainJobReconciler    one reconcile: fetch (snapshot, host port, plugins'
+                                     build) → plan → carry it out
+    plan                             one pass decided: status, pods to create and delete,
+                                     what else to write, events (pure)
     snapshot                         the runtime frozen in ``<job>-runtime-snapshot``
     runtime_info.RuntimeInfo         the working object plugins edit (new_info builds it)
     phases / framework               the phase protocols, ``PLUGINS`` and their order, ``run``
@@ -14,8 +17,9 @@ headless Service, plus the Secrets, ConfigMaps and PodGroups the plugins ask for
                                      coscheduling, volcano, trainerstatus (where the trainer
                                      reports progress), jobset
     workload                         a JobSet as pods, a Service and its volumeClaimPolicies'
-                                     claims: naming, success, failure, restarts, dependsOn,
-                                     startup order (pure)
+                                     claims: naming and identity (pure)
+    observation                      what the pods say: Job states, success and failure
+                                     policies, restarts (pure)
     status                           conditions (Suspended, Complete, Failed, Running), deadline
     messages                         upstream's reasons and messages, word for word
     strategicmerge, podrequests      pod-template merges and pod resource sums (pure)

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain import api
-from kubetrain.operator.trainjob import phases, runtime_info, workload
+from kubetrain.operator.trainjob import observation, phases, runtime_info
 from kubetrain.operator.trainjob.phases import (
     Build,
     BuildContext,
@@ -140,7 +140,7 @@ def run_build(
 
 
 def run_status(
-    info: RuntimeInfo, observed: workload.Observation, plugins: tuple[Plugin, ...] = PLUGINS
+    info: RuntimeInfo, observed: observation.Observation, plugins: tuple[Plugin, ...] = PLUGINS
 ) -> StatusUpdate:
     (plugin,) = phase_plugins(Status, plugins)
     result: StatusUpdate = plugin.status(info, observed)

@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kubetrain import api
 from kubetrain.errors import KubetrainError
-from kubetrain.operator.trainjob import runtime_info, workload
+from kubetrain.operator.trainjob import observation, runtime_info
 
 RuntimeInfo = runtime_info.RuntimeInfo
 
@@ -87,4 +87,4 @@ class Build(Protocol):
 class Status(Protocol):
     name: str
 
-    def status(self, info: RuntimeInfo, observed: workload.Observation) -> StatusUpdate: ...
+    def status(self, info: RuntimeInfo, observed: observation.Observation) -> StatusUpdate: ...

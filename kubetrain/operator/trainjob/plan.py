@@ -12,8 +12,14 @@ here, so it is tested without a client, a cache or a clock:
   upstream's order: suspended, the status plugin's verdict, the active deadline, running);
   a job that finished in this pass, or before, gets its status written first and then its
   active pods deleted (every pod for a passed deadline), and nothing else; otherwise
-  :func:`kubetrain.operator.trainjob.workload.plan` says which pods to create and delete,
-  whether a JobSet restart is first recorded on the Service, and which events follow.
+  :func:`next_pods` says which pods to create and delete, whether a JobSet restart is first
+  recorded on the Service, and which events follow, as JobSet and the Job controller would:
+  a restart recreates every pod (strategy ``Recreate``) with the new
+  ``jobset.sigs.k8s.io/restart-attempt``; ``dependsOn`` (``Ready``/``Complete``) and
+  ``startupPolicy: InOrder`` hold back the pods of later replicated jobs until their
+  predecessors got there; suspended: no active pods; finished: active pods are deleted,
+  finished ones kept for logs; a pod past the JobSet's current shape (a resized elastic job)
+  or of an earlier attempt goes.
 
 The executor's order, which :class:`Plan` leaves to it because it is about writes, not
 decisions: the plugins' objects, the volume claims and the Service first (409 = exists), then
@@ -32,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kubetrain import api
-from kubetrain.operator.trainjob import framework, messages, status, workload
+from kubetrain.operator.trainjob import framework, messages, observation, status, workload
 
 RUNTIME_KINDS: Final = (api.TrainingRuntime.KIND, api.ClusterTrainingRuntime.KIND)
 
@@ -62,7 +68,7 @@ class Plan:
     extras: tuple[dict[str, Any], ...] = ()  # the plugins' Secrets, ConfigMaps and PodGroups
     claims: tuple[dict[str, Any], ...] = ()  # the JobSet's volumeClaimPolicies
     suspend: bool = False
-    restart: workload.Restart | None = None  # record on the Service before deleting
+    restart: observation.Restart | None = None  # record on the Service before deleting
     delete: tuple[Mapping[str, Any], ...] = ()
     create: tuple[dict[str, Any], ...] = ()
     events: tuple[tuple[str, str, str], ...] = field(default=())  # (type, reason, message)
@@ -102,12 +108,12 @@ def plan(
     extras = tuple(o for o in built.objects if o.get("kind") != "JobSet")
     restarts = max(workload.restart_counts(observed.service), observed.remembered_restarts)
     pods = list(observed.pods)
-    observation = workload.observe(jobset, pods, *restarts)
+    seen = observation.observe(jobset, pods, *restarts)
 
     suspend = spec.get("suspend") is True
     was_finished = status.finished(conditions)
     status.set_suspended(conditions, suspend, stamp)
-    update = framework.run_status(built.info, observation)
+    update = framework.run_status(built.info, seen)
     status.apply_update(conditions, update, stamp)
     remaining = status.deadline_remaining(raw, conditions, now)
     deadline_passed = remaining is not None and remaining <= 0
@@ -115,11 +121,11 @@ def plan(
         status.set_failed(
             conditions, messages.DEADLINE_EXCEEDED_REASON, messages.DEADLINE_EXCEEDED_MESSAGE, stamp
         )
-    status.set_running(conditions, observation, suspend, stamp)
+    status.set_running(conditions, seen, suspend, stamp)
     new_status = status.merged(old_status, conditions, update.jobs_status)
 
     if status.finished(conditions):
-        doomed = pods if deadline_passed else [p for p in pods if workload.active(p)]
+        doomed = pods if deadline_passed else [p for p in pods if observation.active(p)]
         return Plan(
             status=new_status,
             jobset=jobset,
@@ -128,7 +134,7 @@ def plan(
             restarts=restarts,
             delete=tuple(doomed),
         )
-    work = workload.plan(jobset, observation, pods)
+    work = next_pods(jobset, seen, pods)
     by_name = {workload.name_of(p): p for p in pods}
     return Plan(
         status=new_status,
@@ -159,3 +165,95 @@ def verdict(conditions: Iterable[Mapping[str, Any]]) -> str:
         ):
             return f"{condition.get('type')} ({condition.get('reason')})"
     return "unknown"
+
+
+# --- pods ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """What to do next. ``restart`` set: write its counts to the Service before deleting."""
+
+    create: tuple[dict[str, Any], ...] = ()
+    delete: tuple[str, ...] = ()
+    restart: observation.Restart | None = None
+    events: tuple[tuple[str, str, str], ...] = field(default=())  # (type, reason, message)
+
+
+def _dependencies_met(
+    rjob: Mapping[str, Any], seen: observation.Observation, jobset: Mapping
+) -> bool:
+    wanted = {str(r["name"]): workload.replicas(r) for r in workload.replicated_jobs(jobset)}
+    for dependency in rjob.get("dependsOn") or []:
+        if not isinstance(dependency, Mapping):
+            continue
+        name = str(dependency.get("name", ""))
+        status = seen.status(name)
+        total = wanted.get(name, 0)
+        if dependency.get("status") == "Complete" and status.succeeded != total:
+            return False
+        if dependency.get("status") == "Ready" and (
+            status.ready + status.failed + status.succeeded != total
+        ):
+            return False
+    return True
+
+
+def _in_order(jobset: Mapping[str, Any]) -> bool:
+    return workload.dig(jobset, "spec", "startupPolicy", "startupPolicyOrder") == "InOrder"
+
+
+def _all_started(rjob: Mapping[str, Any], seen: observation.Observation) -> bool:
+    status = seen.status(str(rjob["name"]))
+    return workload.replicas(rjob) == status.failed + status.ready + status.succeeded
+
+
+def next_pods(
+    jobset: Mapping[str, Any],
+    seen: observation.Observation,
+    pods: Iterable[Mapping[str, Any]],
+    *,
+    finished: bool = False,
+) -> PodPlan:
+    """The next step towards what the JobSet and its status want (see the module docstring)."""
+    pods = list(pods)
+    deletable = [p for p in pods if not observation.terminating(p)]
+    if finished or seen.outcome is not None:
+        return PodPlan(
+            delete=tuple(sorted(workload.name_of(p) for p in deletable if observation.active(p)))
+        )
+    if workload.suspended(jobset):
+        return PodPlan(
+            delete=tuple(sorted(workload.name_of(p) for p in deletable if observation.active(p)))
+        )
+    if seen.restart is not None:
+        doomed = sorted(workload.name_of(p) for p in deletable)
+        event = ("Warning", seen.restart.reason, seen.restart.message)
+        return PodPlan(delete=tuple(doomed), restart=seen.restart, events=(event,))
+    wanted = workload.desired_pod_names(jobset)
+    delete = sorted(
+        workload.name_of(p)
+        for p in deletable
+        if observation.attempt(p) != seen.restarts or workload.name_of(p) not in wanted
+    )
+    taken = {workload.name_of(p) for p in pods}
+    create: list[dict[str, Any]] = []
+    for rjob in workload.replicated_jobs(jobset):
+        if not _dependencies_met(rjob, seen, jobset):
+            continue
+        for job_index in range(workload.replicas(rjob)):
+            state = next(
+                (j for j in seen.jobs if j.replicated_job == rjob["name"] and j.index == job_index),
+                None,
+            )
+            if state is not None and (state.succeeded or state.failed):
+                continue
+            for pod_index in range(workload.parallelism(rjob)):
+                if workload.pod_name(jobset, str(rjob["name"]), job_index, pod_index) in taken:
+                    continue
+                create.append(
+                    workload.desired_pod(jobset, rjob, job_index, pod_index, seen.restarts)
+                )
+        if _in_order(jobset) and not _all_started(rjob, seen):
+            break
+    return PodPlan(create=tuple(create), delete=tuple(delete))

@@ -70,6 +70,7 @@ from kubetrain.operator.trainjob import (
     hostport,
     kinds,
     messages,
+    observation,
     phases,
     snapshot,
     sshkeys,
@@ -218,7 +219,9 @@ class TrainJobReconciler:
         pods = self.stores.pods.owned_by(str(meta.get("uid")))
         if finished and not self._has_snapshot(raw, memory):
             # Finished, and nothing left to build from: only make sure nothing still runs.
-            await self._delete_pods(exp_key, key.namespace, [p for p in pods if workload.active(p)])
+            await self._delete_pods(
+                exp_key, key.namespace, [p for p in pods if observation.active(p)]
+            )
             return controller.Result()
         job = await self._typed(raw)
         runtime = await self._runtime(raw, memory)
@@ -538,7 +541,7 @@ class TrainJobReconciler:
         memory.service_created = True
 
     async def _record_restart(
-        self, jobset: dict[str, Any], restart: workload.Restart, memory: _Memory
+        self, jobset: dict[str, Any], restart: observation.Restart, memory: _Memory
     ) -> None:
         """Write the new restart counts to the Service before any pod of the attempt goes."""
         annotations = workload.restart_annotations(restart.restarts, restart.towards_max)
@@ -578,7 +581,7 @@ class TrainJobReconciler:
     async def _delete_pods(
         self, key: str, namespace: str, pods: Sequence[Mapping[str, Any]]
     ) -> None:
-        doomed = [p for p in pods if not workload.terminating(p)]
+        doomed = [p for p in pods if not observation.terminating(p)]
         if not doomed:
             return
         self.expectations.expect_deletions(key, [workload.name_of(p) for p in doomed])

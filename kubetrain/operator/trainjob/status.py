@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.operator.trainjob import conditions as conds
-from kubetrain.operator.trainjob import messages, phases, workload
+from kubetrain.operator.trainjob import messages, observation, phases
 
 
 def timestamp(when: datetime.datetime) -> str:
@@ -156,7 +156,7 @@ def apply_update(conditions: list[dict[str, Any]], update: phases.StatusUpdate, 
 
 def set_running(
     conditions: list[dict[str, Any]],
-    observation: workload.Observation | None,
+    observation: observation.Observation | None,
     suspend: bool,
     now: str,
 ) -> None:

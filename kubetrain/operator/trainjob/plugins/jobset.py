@@ -36,7 +36,12 @@ from typing import Any, Final
 
 from kubetrain import api
 from kubetrain.operator import hostports
-from kubetrain.operator.trainjob import phases, runtime_info, strategicmerge, workload
+from kubetrain.operator.trainjob import (
+    observation,
+    phases,
+    runtime_info,
+    strategicmerge,
+)
 
 API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
 KIND: Final = "JobSet"
@@ -204,7 +209,7 @@ class JobSet:
         return [{"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}]
 
     def status(
-        self, info: runtime_info.RuntimeInfo, observed: workload.Observation
+        self, info: runtime_info.RuntimeInfo, observed: observation.Observation
     ) -> phases.StatusUpdate:
         conditions: tuple[dict[str, Any], ...] = ()
         if observed.outcome is not None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.operator.trainjob import conditions, phases, status, workload
+from kubetrain.operator.trainjob import conditions, observation, phases, status
 
 NOW = datetime.datetime(2030, 1, 1, 0, 1, 0, tzinfo=datetime.timezone.utc)
 
@@ -78,8 +78,8 @@ def test_deadline_remaining(
     assert status.deadline_remaining(_job(**spec), conds, NOW) == remaining
 
 
-def _seen(started: str | None = None, restarts: int = 0) -> workload.Observation:
-    return workload.Observation(
+def _seen(started: str | None = None, restarts: int = 0) -> observation.Observation:
+    return observation.Observation(
         restarts=restarts,
         restarts_towards_max=restarts,
         jobs=(),

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain.operator.trainjob import workload
+from kubetrain.operator.trainjob import observation, workload
+from kubetrain.operator.trainjob import plan as trainjob_plan
 
 OWNER = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -50,8 +51,8 @@ def jobset(*rjobs: dict[str, Any], **spec: Any) -> dict[str, Any]:
 
 
 def pods_of(js: dict[str, Any], restarts: int = 0) -> dict[str, dict[str, Any]]:
-    seen = workload.observe(js, [], restarts)
-    return {workload.name_of(p): p for p in workload.plan(js, seen, []).create}
+    seen = observation.observe(js, [], restarts)
+    return {workload.name_of(p): p for p in trainjob_plan.next_pods(js, seen, []).create}
 
 
 def with_phase(
@@ -128,8 +129,8 @@ def test_coordinator_key_names_the_coordinator_endpoint() -> None:
     assert pod["metadata"]["labels"]["jobset.sigs.k8s.io/coordinator"] == "job-node-0-1.job"
 
 
-def _observe(js: dict[str, Any], pods: list[dict[str, Any]], **kw: Any) -> workload.Observation:
-    return workload.observe(js, pods, **kw)
+def _observe(js: dict[str, Any], pods: list[dict[str, Any]], **kw: Any) -> observation.Observation:
+    return observation.observe(js, pods, **kw)
 
 
 @pytest.mark.parametrize(
@@ -201,7 +202,7 @@ def test_a_failure_under_max_restarts_restarts_every_pod_with_the_next_attempt()
     assert seen.outcome is None
     assert seen.restart is not None
     assert (seen.restart.restarts, seen.restart.towards_max) == (1, 1)
-    plan = workload.plan(js, seen, pods)
+    plan = trainjob_plan.next_pods(js, seen, pods)
     assert plan.restart == seen.restart
     assert plan.delete == ("job-node-0-0", "job-node-0-1"), "recreate: every pod goes"
     assert plan.create == ()
@@ -217,10 +218,10 @@ def test_a_failure_under_max_restarts_restarts_every_pod_with_the_next_attempt()
     seen = _observe(js, pods, restarts=1, towards_max=1)
     assert seen.outcome is None
     assert seen.restart is None
-    plan = workload.plan(js, seen, pods)
+    plan = trainjob_plan.next_pods(js, seen, pods)
     assert plan.delete == ("job-node-0-0", "job-node-0-1")
     assert plan.create == ()
-    plan = workload.plan(js, _observe(js, [], restarts=1, towards_max=1), [])
+    plan = trainjob_plan.next_pods(js, _observe(js, [], restarts=1, towards_max=1), [])
     labels = [p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for p in plan.create]
     assert labels == ["1", "1"]
 
@@ -280,7 +281,7 @@ def test_success_policy(policy: dict[str, Any], done: list[str], complete: bool)
     seen = _observe(js, pods)
     assert (seen.outcome is not None) == complete
     if complete:
-        plan = workload.plan(js, seen, pods)
+        plan = trainjob_plan.next_pods(js, seen, pods)
         assert set(plan.delete) == {n for n in workload.desired_pod_names(js) if n not in done}
         assert plan.create == ()
 
@@ -315,9 +316,9 @@ def test_depends_on_complete_holds_back_the_dependent_job() -> None:
     assert list(pods_of(js)) == ["job-init-0-0"]
     init = pods_of(js)["job-init-0-0"]
     running = [with_phase(init, "Running", ready=True)]
-    assert workload.plan(js, _observe(js, running), running).create == ()
+    assert trainjob_plan.next_pods(js, _observe(js, running), running).create == ()
     done = [with_phase(init, "Succeeded")]
-    created = workload.plan(js, _observe(js, done), done).create
+    created = trainjob_plan.next_pods(js, _observe(js, done), done).create
     assert [workload.name_of(p) for p in created] == ["job-node-0-0", "job-node-0-1"]
 
 
@@ -325,9 +326,9 @@ def test_depends_on_ready_needs_the_dependency_ready() -> None:
     js = jobset(rjob("init"), rjob("node", dependsOn=[{"name": "init", "status": "Ready"}]))
     init = pods_of(js)["job-init-0-0"]
     not_ready = [with_phase(init, "Running")]
-    assert workload.plan(js, _observe(js, not_ready), not_ready).create == ()
+    assert trainjob_plan.next_pods(js, _observe(js, not_ready), not_ready).create == ()
     ready = [with_phase(init, "Running", ready=True)]
-    created = workload.plan(js, _observe(js, ready), ready).create
+    created = trainjob_plan.next_pods(js, _observe(js, ready), ready).create
     assert [workload.name_of(p) for p in created] == ["job-node-0-0"]
 
 
@@ -335,7 +336,7 @@ def test_in_order_startup_starts_one_replicated_job_after_the_other() -> None:
     js = jobset(rjob("a"), rjob("b"), startupPolicy={"startupPolicyOrder": "InOrder"})
     assert list(pods_of(js)) == ["job-a-0-0"]
     a = [with_phase(pods_of(js)["job-a-0-0"], "Running", ready=True)]
-    created = workload.plan(js, _observe(js, a), a).create
+    created = trainjob_plan.next_pods(js, _observe(js, a), a).create
     assert [workload.name_of(p) for p in created] == ["job-b-0-0"]
 
 
@@ -347,7 +348,7 @@ def test_suspended_deletes_active_pods_and_counts_suspended_jobs() -> None:
         with_phase(created["job-node-1-0"], "Succeeded"),
     ]
     seen = _observe(js, pods)
-    plan = workload.plan(js, seen, pods)
+    plan = trainjob_plan.next_pods(js, seen, pods)
     assert plan.delete == ("job-node-0-0",)
     assert plan.create == ()
     assert seen.statuses[0].suspended == 1
@@ -357,11 +358,11 @@ def test_changing_the_pod_count_adds_and_removes_pods_by_index() -> None:
     three = jobset(rjob("node", pods=3))
     pods = [with_phase(p, "Running", ready=True) for p in pods_of(three).values()]
     grown = jobset(rjob("node", pods=4))
-    plan = workload.plan(grown, _observe(grown, pods), pods)
+    plan = trainjob_plan.next_pods(grown, _observe(grown, pods), pods)
     assert [workload.name_of(p) for p in plan.create] == ["job-node-0-3"]
     assert plan.delete == ()
     shrunk = jobset(rjob("node", pods=2))
-    plan = workload.plan(shrunk, _observe(shrunk, pods), pods)
+    plan = trainjob_plan.next_pods(shrunk, _observe(shrunk, pods), pods)
     assert plan.delete == ("job-node-0-2",)
     assert plan.create == ()
 
@@ -370,7 +371,7 @@ def test_a_name_still_taken_by_a_terminating_pod_is_not_reused_yet() -> None:
     js = jobset(rjob("node"))
     pod = copy.deepcopy(pods_of(js)["job-node-0-0"])
     pod["metadata"]["deletionTimestamp"] = "t"
-    plan = workload.plan(js, _observe(js, [pod]), [pod])
+    plan = trainjob_plan.next_pods(js, _observe(js, [pod]), [pod])
     assert plan.create == ()
     assert plan.delete == ()
 
@@ -382,7 +383,7 @@ def test_finished_sets_delete_only_active_pods() -> None:
         with_phase(created["job-node-0-0"], "Succeeded"),
         with_phase(created["job-node-0-1"], "Running"),
     ]
-    plan = workload.plan(js, _observe(js, pods), pods, finished=True)
+    plan = trainjob_plan.next_pods(js, _observe(js, pods), pods, finished=True)
     assert plan.delete == ("job-node-0-1",)
     assert plan.create == ()
 
