@@ -15,8 +15,16 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``store``      SQLite (WAL) or in-memory storage: one resourceVersion sequence, the event log
 - ``watch``      watch fan-out and resume from a resourceVersion; 410 Gone after compaction
 - ``resources``  the built-in resource table (group, version, kind, plural, scope, verbs)
-- ``registry``   generic create/get/list/update/patch/delete/watch over ``store``
-- ``strategies`` the per-resource hooks the registry calls (prepare, validate), and their base
+- ``queryoptions`` what a request asks for besides its body (write, list, watch, delete options)
+- ``bodies``     request bodies: objects decoded for a resource, patch documents, depth limits
+- ``pagination`` pages of a list: ``limit`` and ``continue`` tokens
+- ``results``    what the registry answers: objects, and lists spliced from stored encodings
+- ``admission``  NamespaceLifecycle, kubetrain's own admission, the quota create lock
+- ``prepare``    what every create and update does before the store (kube's BeforeCreate/Update)
+- ``registry``   the generic store: create/get/list/update/patch/delete/watch over ``store``,
+                 one compare-and-swap write path
+- ``strategies`` the per-resource hooks (prepare, validate), their base, and the status and
+                 other subresource strategies
 - ``namespaces``, ``pods``, ``services``, ``claims``, ``quotas``, ``crds``: one kind's rules each
 - ``serviceaccounts`` the ServiceAccount admission's token volume and the TokenRequest
 - ``rbac``       Roles, ClusterRoles and their bindings, stored and validated, not enforced

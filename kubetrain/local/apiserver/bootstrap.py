@@ -23,6 +23,7 @@ from kubetrain import api
 from kubetrain.local.apiserver import (
     errors,
     namespaces,
+    queryoptions,
     registry,
     resources,
     schema,
@@ -226,8 +227,8 @@ def queue_crd() -> dict[str, Any]:
     )
 
 
-def _options() -> registry.Options:
-    return registry.Options(field_manager=MANAGER)
+def _options() -> queryoptions.Options:
+    return queryoptions.Options(field_manager=MANAGER)
 
 
 async def install(reg: registry.Registry) -> None:

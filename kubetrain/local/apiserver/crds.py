@@ -142,9 +142,8 @@ class CRDStrategy(strategies.Strategy):
             obj["spec"].setdefault("scope", "Namespaced")
         schema.apply_crd_defaults(obj)
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
-        if sub == "":
-            schema.apply_crd_defaults(new)
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
+        schema.apply_crd_defaults(new)
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
         causes = strategies.validate_metadata(

@@ -35,7 +35,14 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from kubetrain.local.apiserver import errors, nodeproxy, podoptions, registry, resources
+from kubetrain.local import podoptions
+from kubetrain.local.apiserver import (
+    errors,
+    nodeproxy,
+    queryoptions,
+    registry,
+    resources,
+)
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +255,7 @@ class Metrics:
         if request.method not in ("GET", "HEAD"):
             verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
             raise errors.method_not_allowed(GROUP, plural, verb.get(request.method, "unknown"))
-        options = registry.ListOptions(
+        options = queryoptions.ListOptions(
             label_selector=request.query.get("labelSelector", ""),
             field_selector=request.query.get("fieldSelector", ""),
         )
@@ -295,7 +302,7 @@ class Metrics:
                     raise
         return found
 
-    async def _nodes(self, options: registry.ListOptions, now: str) -> dict[str, Any]:
+    async def _nodes(self, options: queryoptions.ListOptions, now: str) -> dict[str, Any]:
         nodes = (await self.registry.list(self._core("nodes"), None, options)).obj["items"]
         summaries = await self._summaries(nodes)
         items = []
@@ -327,7 +334,7 @@ class Metrics:
         return [m for m in shown if m is not None]
 
     async def _pods(
-        self, namespace: str | None, options: registry.ListOptions, now: str
+        self, namespace: str | None, options: queryoptions.ListOptions, now: str
     ) -> dict[str, Any]:
         pods = (await self.registry.list(self._core("pods"), namespace, options)).obj["items"]
         return _list("PodMetrics", await self._measure(pods, now))

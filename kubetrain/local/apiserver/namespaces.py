@@ -49,15 +49,17 @@ class NamespaceStrategy(strategies.Strategy):
         if isinstance(labels, dict):
             labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
-        if sub == "finalize":  # changes spec.finalizers, and nothing of status
-            new["status"] = copy.deepcopy(old.get("status") or {})
-        else:
-            new["spec"] = copy.deepcopy(old.get("spec") or {})
-        meta = new["metadata"]
-        labels = meta.get("labels", {})
-        if isinstance(labels, dict):  # a new map: a status update shares the stored one
-            meta["labels"] = {**labels, "kubernetes.io/metadata.name": meta.get("name", "")}
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
+        new["spec"] = copy.deepcopy(old.get("spec") or {})  # spec.finalizers: via /finalize
+        _label_name(new)
+
+    def prepare_status_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
+        self.prepare_for_update(r, new, old, reg)
+
+    def for_subresource(self, name: str) -> strategies.WriteStrategy:
+        if name == "finalize":  # changes spec.finalizers, and nothing of status
+            return strategies.SubresourceStrategy(self, name, _keep_status, _prepare_finalize)
+        return super().for_subresource(name)
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[strategies.Cause]:
         causes = super().validate(r, obj, old, reg)
@@ -89,6 +91,24 @@ class NamespaceStrategy(strategies.Strategy):
 
     def subresource_create(self, name: str) -> strategies.SubresourceHandler | None:
         return None
+
+
+def _keep_status(r: R, new: Obj, old: Mapping[str, Any]) -> Obj:
+    new["status"] = copy.deepcopy(old.get("status") or {})
+    return new
+
+
+def _prepare_finalize(r: R, new: Obj, old: Mapping, reg: Any) -> None:
+    _label_name(new)
+
+
+def _label_name(obj: Obj) -> None:
+    """The namespace's name as its ``kubernetes.io/metadata.name`` label, which no write
+    removes."""
+    meta = obj["metadata"]
+    labels = meta.get("labels", {})
+    if isinstance(labels, dict):  # a new map: a status update shares the stored one
+        meta["labels"] = {**labels, "kubernetes.io/metadata.name": meta.get("name", "")}
 
 
 def _finalizer_name_problems(name: Any) -> list[str]:

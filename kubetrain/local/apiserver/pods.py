@@ -162,9 +162,7 @@ class PodStrategy(strategies.Strategy):
             spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
         obj["status"] = {"phase": "Pending", "qosClass": _qos_class(spec)}
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
-        if sub == "status":
-            return
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
         spec = new.get("spec")
         if isinstance(spec, dict):
             default_pod_spec(spec)

@@ -26,11 +26,10 @@ class ResourceQuotaStrategy(strategies.Strategy):
         hard = (obj.get("spec") or {}).get("hard") or {}
         obj["status"] = {"hard": dict(hard), "used": {k: "0" for k in hard}}
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
-        if sub == "":
-            hard = (new.get("spec") or {}).get("hard") or {}
-            status = new.setdefault("status", {})
-            status["hard"] = dict(hard)
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
+        hard = (new.get("spec") or {}).get("hard") or {}
+        status = new.setdefault("status", {})
+        status["hard"] = dict(hard)
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
         causes = super().validate(r, obj, old, reg)

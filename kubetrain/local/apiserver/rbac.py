@@ -179,7 +179,7 @@ class BindingStrategy(strategies.Strategy):
     def prepare_for_create(self, r: R, obj: Obj, reg: Any) -> None:
         default_binding(obj)
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
         default_binding(new)
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:

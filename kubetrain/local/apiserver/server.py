@@ -33,6 +33,7 @@ import yaml
 from aiohttp import payload, web
 
 from kubetrain.local.apiserver import (
+    bodies,
     discovery,
     errors,
     gofmt,
@@ -40,8 +41,10 @@ from kubetrain.local.apiserver import (
     nodeproxy,
     openapi,
     protobuf,
+    queryoptions,
     registry,
     resources,
+    results,
     serviceaccounts,
     store,
     tables,
@@ -396,7 +399,7 @@ class ApiServer:
                 issued = serviceaccounts.request_token(
                     reg, namespace or "", target.name, body, token=self.token, now=self.clock()
                 )
-                result = registry.Result(201, issued)
+                result = results.Result(201, issued)
             elif target.subresource:
                 result = await reg.create_subresource(
                     r, namespace, target.name, target.subresource, body, opts
@@ -429,8 +432,8 @@ class ApiServer:
         self,
         request: web.Request,
         r: resources.Resource,
-        result: registry.Result,
-        opts: registry.Options,
+        result: results.Result,
+        opts: queryoptions.Options,
         *,
         listing: bool = False,
     ) -> web.Response:
@@ -447,7 +450,7 @@ class ApiServer:
             response = _json(body, status=result.code)
         else:
             _check_acceptable(accept)
-            if isinstance(result.raw, registry.ListBody):
+            if isinstance(result.raw, results.ListBody):
                 response = _streamed(result.raw, status=result.code)
             else:
                 response = _raw(result.body(), status=result.code)
@@ -536,7 +539,7 @@ class ApiServer:
         target: Target,
     ) -> web.StreamResponse:
         query = request.query
-        opts = registry.WatchOptions(
+        opts = queryoptions.WatchOptions(
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
@@ -658,9 +661,9 @@ def _raw(body: bytes, *, status: int = 200) -> web.Response:
     return response
 
 
-def _streamed(body: registry.ListBody, *, status: int = 200) -> web.Response:
+def _streamed(body: results.ListBody, *, status: int = 200) -> web.Response:
     """A list sent in chunks as it is written out (chunked transfer encoding), each chunk
-    written once the connection has taken the one before: see :class:`registry.ListBody`."""
+    written once the connection has taken the one before: see :class:`results.ListBody`."""
 
     async def chunks() -> AsyncIterator[bytes]:
         for chunk in body.chunks():
@@ -721,7 +724,7 @@ def decode_body(raw: bytes, content_type: str) -> Any:
             return yaml.safe_load(raw.decode("utf-8"))
         return json.loads(raw, parse_constant=_reject_constant)
     except RecursionError as exc:  # far beyond the registry's depth limit
-        raise registry.too_deep() from exc
+        raise bodies.too_deep() from exc
     except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
 
@@ -741,11 +744,11 @@ def _int_param(query: Mapping[str, str], name: str) -> int:
         raise errors.bad_request(f"{name}: invalid integer {query[name]!r}") from exc
 
 
-def _list_options(query: Mapping[str, str]) -> registry.ListOptions:
+def _list_options(query: Mapping[str, str]) -> queryoptions.ListOptions:
     limit = 0
     if query.get("limit"):
         limit = _int_param(query, "limit")
-    return registry.ListOptions(
+    return queryoptions.ListOptions(
         label_selector=query.get("labelSelector", ""),
         field_selector=query.get("fieldSelector", ""),
         limit=max(0, limit),
@@ -765,7 +768,7 @@ _OPTIONS_KINDS = {
 }
 
 
-def _write_options(request: web.Request, verb: str) -> registry.Options:
+def _write_options(request: web.Request, verb: str) -> queryoptions.Options:
     """The write options of the query, validated as kube validates the verb's options object:
     every problem at once, in a 422 naming it (``CreateOptions.meta.k8s.io "" is invalid``).
     Reads ignore them, as kube's do."""
@@ -778,7 +781,7 @@ def _write_options(request: web.Request, verb: str) -> registry.Options:
         causes = _options_causes(kind, request, dry_run, validation, manager)
         if causes:
             raise errors.invalid("meta.k8s.io", kind, "", causes)
-    return registry.Options(
+    return queryoptions.Options(
         dry_run=bool(dry_run),
         field_manager=manager,
         field_validation=validation,
@@ -796,13 +799,13 @@ def _options_causes(
     causes = []
     if kind == "PatchOptions":
         patch_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        if patch_type not in registry.PATCH_TYPES:
+        if patch_type not in bodies.PATCH_TYPES:
             return []  # kube refuses the content type first: the registry's 415
-        if patch_type != registry.APPLY_PATCH and "force" in request.query:
+        if patch_type != bodies.APPLY_PATCH and "force" in request.query:
             forbidden = "may not be specified for non-apply patch"
             causes.append(errors.field_error("Forbidden", "force", forbidden))
-        if patch_type == registry.APPLY_PATCH and not manager:
-            causes.append(registry.apply_needs_a_field_manager())
+        if patch_type == bodies.APPLY_PATCH and not manager:
+            causes.append(bodies.apply_needs_a_field_manager())
     if kind != "DeleteOptions":
         if len(manager.encode()) > 128:
             causes.append(

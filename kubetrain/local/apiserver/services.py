@@ -83,9 +83,7 @@ class ServiceStrategy(strategies.Strategy):
                 spec.setdefault("ipFamilyPolicy", "SingleStack")
         obj["status"] = {"loadBalancer": {}}
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
-        if sub == "status":
-            return
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
         spec = new.get("spec")
         old_spec = old.get("spec") or {}
         if isinstance(spec, dict):

@@ -7,6 +7,12 @@ after-write side effects — plus a few answers (does this resource keep ``gener
 field selectors it supports, does delete return the object). The base :class:`Strategy` is
 what kube's generic registry does for a resource with no special rules, e.g. leases.
 
+A write to a subresource takes a strategy of its own, as kube gives ``/status`` a store that
+differs only in its strategy: :class:`StatusStrategy` keeps all of the stored object but its
+status, while the resource's own strategy keeps the stored status; other subresources
+(``scale``, ``binding``, ``finalize``) are a :class:`SubresourceStrategy` that says what they
+reset and prepare. So no hook asks which endpoint a write came to.
+
 Here: configmaps and secrets (keys, ``stringData``, ``immutable``), resourcequotas,
 limitranges, priorityclasses, events (and the events.k8s.io/v1 shape of them), nodes. Kinds
 with more to them have their own modules: :mod:`namespaces`, :mod:`pods`, :mod:`services`,
@@ -24,7 +30,7 @@ import copy
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kubetrain.local.apiserver import builtin_schemas, errors, resources, schema, selectors, store
 
@@ -223,6 +229,11 @@ DEFAULT_FIELD_LABELS = frozenset({"metadata.name", "metadata.namespace"})
 class Strategy:
     """What kube's generic registry does for a resource without special rules."""
 
+    # A write to the resource itself; :meth:`for_subresource` gives the others.
+    subresource = ""
+    prunes = True  # unknown fields are dropped (a status write keeps the stored object's)
+    admitted = True  # kubetrain's admission reviews it (writes of subresources it does not)
+
     name_rule: Callable[[str], list[str]] = staticmethod(dns1123_subdomain)
     status_reset_on_create = True
     generation = False
@@ -280,9 +291,48 @@ class Strategy:
         pass
 
     def prepare_for_update(
-        self, r: resources.Resource, new: dict[str, Any], old: Mapping, reg: Any, sub: str
+        self, r: resources.Resource, new: dict[str, Any], old: Mapping, reg: Any
     ) -> None:
-        pass
+        """An update of the main resource, after :meth:`reset_for_update`."""
+
+    def prepare_status_for_update(
+        self, r: resources.Resource, new: dict[str, Any], old: Mapping, reg: Any
+    ) -> None:
+        """An update of ``/status``, after :class:`StatusStrategy` kept all but status."""
+
+    def reset_for_update(
+        self, r: resources.Resource, new: dict[str, Any], old: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What an update of the main resource may not change: status, where it is a
+        subresource; and ``generation`` moves when the spec changed."""
+        if r.has_status():
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        if self.uses_generation(r) and self.spec_changed(r, new, old):
+            new_meta, old_meta = new["metadata"], old["metadata"]
+            new_meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        return new
+
+    def reset_fields(self, r: resources.Resource, config: dict[str, Any]) -> dict[str, Any]:
+        """An applied configuration without the fields this write resets (kube's
+        ``GetResetFields``): the field manager removes them before it computes ownership and
+        conflicts, so they are neither owned nor compared."""
+        if r.has_status() and "status" in config:
+            return {k: v for k, v in config.items() if k != "status"}
+        return config
+
+    def for_subresource(self, name: str) -> WriteStrategy:
+        """The strategy of a write to subresource ``name`` ("" is the resource itself): kube
+        builds a ``/status`` store that differs from the main one only in its strategy."""
+        if name == "":
+            return self
+        if name == "status":
+            return StatusStrategy(self)
+        if name == "scale":
+            return SubresourceStrategy(self, name, self.reset_for_update, self.prepare_for_update)
+        return SubresourceStrategy(self, name, _keep_all, self.prepare_for_update)
 
     def validate(
         self, r: resources.Resource, obj: Mapping[str, Any], old: Mapping | None, reg: Any
@@ -321,6 +371,93 @@ class Strategy:
 
 
 DEFAULT = Strategy()
+
+
+# --- subresource writes ---------------------------------------------------------------------
+
+
+class WriteStrategy(Protocol):
+    """What an update asks of the strategy of the endpoint it came to: the resource's own
+    (:class:`Strategy`), or one of its subresources' (:meth:`Strategy.for_subresource`)."""
+
+    subresource: str
+    prunes: bool
+    admitted: bool
+
+    def reset_for_update(self, r: R, new: Obj, old: Mapping[str, Any]) -> Obj: ...
+
+    def reset_fields(self, r: R, config: Obj) -> Obj: ...
+
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None: ...
+
+    def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]: ...
+
+
+Reset = Callable[[R, Obj, Mapping[str, Any]], Obj]
+Prepare = Callable[[R, Obj, Mapping, Any], None]
+
+
+def _keep_all(r: R, new: Obj, old: Mapping[str, Any]) -> Obj:
+    """A subresource that writes what it is given (pods/binding sets spec and status)."""
+    return new
+
+
+@dataclass(frozen=True)
+class SubresourceStrategy:
+    """A write to a subresource: the resource's validation, with what the subresource resets
+    and prepares. kubetrain's admission reviews writes of the resource itself only."""
+
+    main: Strategy
+    subresource: str
+    reset: Reset
+    prepare: Prepare
+    prunes: bool = True
+    admitted: bool = False
+
+    def reset_for_update(self, r: R, new: Obj, old: Mapping[str, Any]) -> Obj:
+        return self.reset(r, new, old)
+
+    def reset_fields(self, r: R, config: Obj) -> Obj:
+        return config
+
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
+        self.prepare(r, new, old, reg)
+
+    def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
+        return self.main.validate(r, obj, old, reg)
+
+
+class StatusStrategy(SubresourceStrategy):
+    """``/status``: everything but status is the stored object's, and unknown fields are not
+    looked for (the stored object has none)."""
+
+    def __init__(self, main: Strategy) -> None:
+        super().__init__(main, "status", _status_only, main.prepare_status_for_update, prunes=False)
+
+    def reset_fields(self, r: R, config: Obj) -> Obj:
+        """Everything but ``status``; ``metadata`` keeps only the name, which the request has
+        already checked."""
+        kept = {k: v for k, v in config.items() if k in ("apiVersion", "kind", "status")}
+        kept["metadata"] = {"name": config["metadata"]["name"]}
+        return kept
+
+
+def _status_only(r: R, new: Obj, old: Mapping[str, Any]) -> Obj:
+    """The stored object with ``new``'s status (and the managedFields recorded so far).
+
+    Its parts are shared with ``old`` rather than copied: nothing after this edits them but
+    metadata, copied here, and the managedFields diff skips a part that is ``old``'s own."""
+    new_meta = new["metadata"]
+    status = new.get("status")
+    out = dict(old)
+    out["metadata"] = dict(old["metadata"])
+    if status is not None:
+        out["status"] = status
+    else:
+        out.pop("status", None)
+    if "managedFields" in new_meta:
+        out["metadata"]["managedFields"] = new_meta["managedFields"]
+    return out
 
 
 class ConfigMapStrategy(Strategy):
@@ -372,7 +509,7 @@ class SecretStrategy(ConfigMapStrategy):
         _fold_string_data(obj)
         obj.setdefault("type", "Opaque")
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
         _fold_string_data(new)
         new.setdefault("type", old.get("type", "Opaque"))
 
@@ -490,7 +627,7 @@ class LimitRangeStrategy(Strategy):
     def prepare_for_create(self, r: R, obj: Obj, reg: Any) -> None:
         default_limit_range(obj)
 
-    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any, sub: str) -> None:
+    def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
         default_limit_range(new)
 
 

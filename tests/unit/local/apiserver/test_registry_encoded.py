@@ -14,11 +14,19 @@ from typing import Any
 import pytest
 from aiohttp import test_utils
 
-from kubetrain.local.apiserver import registry, resources, server, store, watch
+from kubetrain.local.apiserver import (
+    queryoptions,
+    registry,
+    resources,
+    results,
+    server,
+    store,
+    watch,
+)
 
 TOKEN = "test-token"
 EVENTS = "/api/v1/namespaces/ns/events"
-OPTS = registry.Options()
+OPTS = queryoptions.Options()
 HEADERS = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
 
 
@@ -63,13 +71,13 @@ def resource(reg: registry.Registry, plural: str, group: str = "") -> resources.
 def test_a_list_of_encoded_events_is_spliced_from_their_encodings() -> None:
     async def main() -> None:
         async with events_registry(["a", "b"]) as reg:
-            listed = await reg.list(resource(reg, "events"), "ns", registry.ListOptions())
+            listed = await reg.list(resource(reg, "events"), "ns", queryoptions.ListOptions())
             assert listed.decoded is None  # nothing decoded to answer it
             body = json.loads(listed.body())
             assert [e["message"] for e in body["items"]] == ["started a", "started b"]
             assert listed.obj["items"] == body["items"]  # decoded when asked for
             newer = resource(reg, "events", "events.k8s.io")
-            converted = json.loads((await reg.list(newer, "ns", registry.ListOptions())).body())
+            converted = json.loads((await reg.list(newer, "ns", queryoptions.ListOptions())).body())
             assert [e["note"] for e in converted["items"]] == ["started a", "started b"]
             assert {e["apiVersion"] for e in converted["items"]} == {"events.k8s.io/v1"}
 
@@ -79,12 +87,12 @@ def test_a_list_of_encoded_events_is_spliced_from_their_encodings() -> None:
 def test_a_list_body_sent_in_chunks_is_the_list_it_splices() -> None:
     items = [json.dumps({"n": n, "pad": "x" * (n * 7 % 50)}).encode() for n in range(40)]
     for parts in ([], items[:1], items):
-        body = registry.ListBody(b'{"kind":"EventList","items":[', parts)
+        body = results.ListBody(b'{"kind":"EventList","items":[', parts)
         chunks = list(body.chunks(size=100))
         assert b"".join(chunks) == bytes(body)
         assert json.loads(bytes(body))["items"] == [json.loads(p) for p in parts]
         assert all(len(c) < 100 + max((len(p) for p in parts), default=0) + 2 for c in chunks)
-    assert len(list(registry.ListBody(b"{", items).chunks(size=100))) > 5
+    assert len(list(results.ListBody(b"{", items).chunks(size=100))) > 5
 
 
 def test_a_deletecollection_answers_with_the_encodings_the_store_held() -> None:
@@ -95,9 +103,9 @@ def test_a_deletecollection_answers_with_the_encodings_the_store_held() -> None:
         async with events_registry(["a", "b", "c"]) as reg:
             since = reg.store.resource_version
             result = await reg.delete_collection(
-                resource(reg, "events"), "ns", registry.ListOptions(), {}, OPTS
+                resource(reg, "events"), "ns", queryoptions.ListOptions(), {}, OPTS
             )
-            assert isinstance(result.raw, registry.ListBody)
+            assert isinstance(result.raw, results.ListBody)
             logged = [e.prev.raw for e in reg.store.events_since(since) if e.prev is not None]
             assert len(logged) == 3
             assert all(part is raw for part, raw in zip(result.raw.items, logged, strict=True))
@@ -131,15 +139,15 @@ def test_a_long_list_is_sent_in_chunks_and_arrives_whole() -> None:
 
 def test_only_a_table_decodes_a_list_kept_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
     decoded: list[int] = []
-    original = registry.Result.obj.fget
+    original = results.Result.obj.fget
     assert original is not None
 
-    def counting(result: registry.Result) -> dict[str, Any]:
+    def counting(result: results.Result) -> dict[str, Any]:
         if result.decoded is None:
             decoded.append(1)
         return original(result)
 
-    monkeypatch.setattr(registry.Result, "obj", property(counting))
+    monkeypatch.setattr(results.Result, "obj", property(counting))
 
     async def main() -> None:
         async with events_registry(["a", "b", "c"]) as reg, served(reg) as client:

@@ -10,10 +10,10 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from kubetrain.local.apiserver import registry, resources, store, watch
+from kubetrain.local.apiserver import queryoptions, registry, resources, store, watch
 
 T = TypeVar("T")
-OPTS = registry.Options()
+OPTS = queryoptions.Options()
 NAMES = [f"c-{i:03d}" for i in range(30)]
 
 
@@ -47,7 +47,7 @@ def find(reg: registry.Registry, plural: str) -> resources.Resource:
 async def page(
     reg: registry.Registry, namespace: str | None, limit: int, token: str = "", selector: str = ""
 ) -> dict[str, Any]:
-    opts = registry.ListOptions(label_selector=selector, limit=limit, continue_token=token)
+    opts = queryoptions.ListOptions(label_selector=selector, limit=limit, continue_token=token)
     result = await reg.list(find(reg, "configmaps"), namespace, opts)
     assert result.raw is not None
     listed: dict[str, Any] = json.loads(bytes(result.raw))

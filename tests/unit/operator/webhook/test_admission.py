@@ -86,7 +86,7 @@ def patched(obj: dict[str, Any], response: dict[str, Any]) -> dict[str, Any]:
 
 
 def stored_locally(obj: dict[str, Any], now: str = NOW, **lookups: Any) -> dict[str, Any]:
-    """What the local API server stores for a valid trainer object (registry._admit)."""
+    """What the local API server stores for a valid trainer object (admission.admit_kubetrain)."""
     verdict = api.review(obj, now=now, **lookups)
     assert verdict.obj is not None, verdict.messages()
     defaulted = verdict.obj.to_dict()
