@@ -12,12 +12,20 @@ clear "cannot pull" instead of fetching someone else's image.
 :data:`ALIASES` are earlier names still read as it: ``kubetrain/python:local`` is the one the
 examples used, so users' manifests copied from them keep their meaning.
 
-Owns: the name and :func:`is_host_image`. Pure: no I/O.
+A node given a container engine runs every other image in a container of that image, except
+upstream's helper images whose work the node itself stands in for (:func:`runs_on_host`): the
+PyTorch init container waits for the master's name with ``nslookup``, which only the node's own
+``nslookup`` answers from the pod's hosts file (an engine's container has no DNS server that
+knows the job's names).
+
+Owns: the name, :func:`is_host_image` and :func:`runs_on_host`. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from kubetrain.frameworks import _framework
 
 HOST_IMAGE: Final = "kubetrain.local/host-python:latest"
 ALIASES: Final = ("kubetrain/python:local",)
@@ -39,8 +47,15 @@ def normalise(image: str) -> str:
 
 
 _NAMES: Final = frozenset(normalise(n) for n in (HOST_IMAGE, *ALIASES))
+_HELPERS: Final = frozenset({normalise(_framework.DEFAULT_INIT_CONTAINER_IMAGE)})
 
 
 def is_host_image(image: object) -> bool:
     """Whether ``image`` names the host image (its alias and spellings included)."""
     return isinstance(image, str) and bool(image.strip()) and normalise(image) in _NAMES
+
+
+def runs_on_host(image: object) -> bool:
+    """Whether a node with a container engine still runs ``image`` as host processes: the
+    host image, and upstream's helper images the node stands in for."""
+    return is_host_image(image) or (isinstance(image, str) and normalise(image) in _HELPERS)

@@ -311,8 +311,7 @@ def sandbox(pod: Obj, sources: Sources, host: Host, hosts: str) -> runtime.Sandb
         hosts=hosts,
         volumes=volumes,
         subdomain=str(spec_of(pod).get("subdomain") or ""),
-        engine=host.containers
-        and any(not hostimage.is_host_image(c.get("image")) for c in all_containers(pod)),
+        engine=any(in_engine(str(c.get("image") or ""), host) for c in all_containers(pod)),
     )
 
 
@@ -716,7 +715,7 @@ def container_spec(
     Raises :class:`NoCommand` or :class:`SpecError` (``CreateContainerConfigError``)."""
     name = str(container.get("name") or "")
     image = str(container.get("image") or "")
-    engine = host.containers and not hostimage.is_host_image(image)  # the image's own files
+    engine = in_engine(image, host)  # the image's own files, entrypoint and environment
     command = [str(a) for a in container.get("command") or []]
     given = bool(command)
     if not command and not engine:
@@ -771,6 +770,17 @@ def cpu_limit(container: Obj) -> float | None:
     except ValueError:
         return None
     return cores if cores > 0 else None
+
+
+def in_engine(image: str, host: Host) -> bool:
+    """Whether the node's container engine runs this image: with one, every image but those
+    it runs as host processes (the host image, helper images it stands in for, the images of
+    ``Host.entrypoints``)."""
+    return (
+        host.containers
+        and not hostimage.runs_on_host(image)
+        and image_name(image) not in host.entrypoints
+    )
 
 
 def image_name(image: str) -> str:
