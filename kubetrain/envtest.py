@@ -9,7 +9,7 @@ names a directory holding ``kube-apiserver`` and ``etcd`` (and, for a whole cont
 ``make test`` unpacks one when the binaries are at hand. Where they are not, :func:`find_assets`
 says what is missing, in one line a test can skip with.
 
-The control plane trusts one CA (:mod:`kubetrain.local.apiserver.tls`): it signs the API
+The control plane trusts one CA (:mod:`kubetrain.local.tls`): it signs the API
 server's serving certificate, the client certificate the API server presents to kubelets
 (``--kubelet-client-certificate``), and is the CA the API server checks kubelets' serving
 certificates and clients' certificates against. A node agent given that CA (``kubetrain node
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kubetrain import kube
-from kubetrain.local.apiserver import tls
+from kubetrain.local import tls
 
 ASSETS_ENV = "KUBEBUILDER_ASSETS"
 START_TIMEOUT = 90.0  # seconds: kube-apiserver on 2 busy cores takes 5-20 s to be ready

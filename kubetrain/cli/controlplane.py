@@ -21,8 +21,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from kubetrain import _aio, kube
-from kubetrain.local import daemon
-from kubetrain.local.apiserver import tls
+from kubetrain.local import daemon, tls
 from kubetrain.local.node import agent
 from kubetrain.local.node import settings as node_settings
 from kubetrain.local.scheduler import scheduler

@@ -23,7 +23,7 @@ import logging
 import ssl
 import urllib.parse
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal
 
 import aiohttp
 import yarl
@@ -31,10 +31,8 @@ from kubernetes.aio.client import ApiClient, Configuration
 
 from kubetrain import __version__, _aio
 from kubetrain.kube import config, discovery, errors, pool
+from kubetrain.kube import watch as watch_
 from kubetrain.kube.resource import Resource
-
-if TYPE_CHECKING:
-    from kubetrain.kube import watch as watch_
 
 log = logging.getLogger(__name__)
 
@@ -362,8 +360,6 @@ class Client:
 
     def watch(self, resource: Resource, **options: Any) -> watch_.Watch:
         """A long-running watch of ``resource``: see :class:`kubetrain.kube.watch.Watch`."""
-        from kubetrain.kube import watch as watch_  # watch imports this module
-
         return watch_.Watch(self, resource, **options)
 
     # -- discovery -----------------------------------------------------------------------------

@@ -33,16 +33,13 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol
 
 from kubetrain import _aio
 from kubetrain.kube import errors
 from kubetrain.kube.resource import Resource
-
-if TYPE_CHECKING:
-    from kubetrain.kube.client import Client
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +51,26 @@ BOOKMARK: Final = "BOOKMARK"
 ERROR: Final = "ERROR"
 
 RETRYABLE: Final = (errors.Unavailable, errors.ServerError, errors.TooManyRequests)
+
+
+class Source(Protocol):
+    """What a watch needs of a client (:class:`kubetrain.kube.Client` is one): a list of
+    every page, and a streaming GET. A protocol, so that this module needs no client and the
+    client can hand out watches without a cycle."""
+
+    async def list_all(
+        self,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = ...,
+    ) -> dict[str, Any]: ...
+
+    def stream(
+        self, path: str, *, query: Mapping[str, Any] | None = None
+    ) -> contextlib.AbstractAsyncContextManager[AsyncIterator[bytes]]: ...
 
 
 class Event(NamedTuple):
@@ -92,7 +109,7 @@ class Watch:
 
     def __init__(
         self,
-        client: Client,
+        client: Source,
         resource: Resource,
         *,
         namespace: str | None = None,

@@ -49,7 +49,7 @@ from typing import Any
 
 from kubetrain import _aio, kube
 from kubetrain.errors import KubetrainError
-from kubetrain.local import eventttl, gc, namespaces
+from kubetrain.local import eventttl, gc, namespaces, tls
 from kubetrain.local.apiserver import (
     bootstrap,
     crds,
@@ -58,7 +58,6 @@ from kubetrain.local.apiserver import (
     server,
     store,
     strategies,
-    tls,
     watch,
 )
 

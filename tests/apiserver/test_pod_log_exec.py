@@ -323,7 +323,7 @@ def local_home(kubeconfig: str) -> Path:
 def start_fake_node(kubeconfig: str, issuer: Path, client_ca: Path, where: Path) -> FakeNode:
     """A fake node serving a certificate for 127.0.0.1 from the CA in ``issuer``, taking the
     kubeconfig's token or a client certificate from ``client_ca``."""
-    from kubetrain.local.apiserver import tls  # test infrastructure: issuing, not the API
+    from kubetrain.local import tls  # test infrastructure: issuing, not the API
 
     cert, key = tls.issue_certificate(str(issuer), "kt-fake-node", ["localhost"], ["127.0.0.1"])
     (where / "node.crt").write_bytes(cert)
@@ -816,7 +816,7 @@ def test_a_node_with_a_certificate_from_another_ca_gets_nothing(
 ) -> None:
     """The API server sends its credentials only to nodes whose certificate its own CA (the
     kubelet certificate authority) issued."""
-    from kubetrain.local.apiserver import tls
+    from kubetrain.local import tls
 
     other = tmp_path_factory.mktemp("other-ca")
     tls.ensure(str(other))

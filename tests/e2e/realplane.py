@@ -33,7 +33,7 @@ import pytest
 
 from kubetrain import envtest, kube
 from kubetrain.cli import controlplane as local_controlplane
-from kubetrain.local.apiserver import tls
+from kubetrain.local import tls
 from kubetrain.local.node import settings as node_settings
 from tests import processes
 from tests.apiserver.cascade import eventually, run

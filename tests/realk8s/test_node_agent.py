@@ -38,7 +38,7 @@ from kubernetes.stream import portforward as portforward_stream
 from kubernetes.stream import stream
 
 from kubetrain import envtest
-from kubetrain.local.apiserver import tls
+from kubetrain.local import tls
 from kubetrain.local.node import runtime
 from tests import portforward, processes, realcluster
 from tests.apiserver.test_pod_log_exec import Output

@@ -4,10 +4,10 @@ usage statistics, which :mod:`.metrics` reads as metrics-server reads the kubele
 
 What it owns: finding where a container lives (the pod, the container, the pod's node, the
 node's endpoint), translating the API request into the node's request (its options are read
-by :mod:`.podoptions`), relaying the answer (a log stream; WebSocket messages both ways,
-:mod:`.channels`; or upgraded bytes, :mod:`.upgrades`), and turning the node's failures into the
-``Status`` errors a Kubernetes client expects. It is the API server's one HTTP *client*:
-``kube/`` talks to API servers, this talks to nodes.
+by :mod:`kubetrain.local.podoptions`), relaying the answer (a log stream; WebSocket messages
+both ways, :mod:`kubetrain.local.channels`; or upgraded bytes, :mod:`.upgrades`), and turning
+the node's failures into the ``Status`` errors a Kubernetes client expects. It is the API
+server's one HTTP *client*: ``kube/`` talks to API servers, this talks to nodes.
 
 What it must not do: run commands, read log files, or keep state; the node agent does those.
 It never sends its token to a node whose certificate the control plane's CA did not issue.
@@ -25,7 +25,7 @@ type comes first in :data:`ADDRESS_TYPES` (the local node registers ``InternalIP
 **Trust and authentication.**
 
 - The node serves a certificate issued by the control plane's CA for the address it registers
-  (:func:`kubetrain.local.apiserver.tls.issue_certificate`; the local node agent runs on the
+  (:func:`kubetrain.local.tls.issue_certificate`; the local node agent runs on the
   control plane's machine, as the same user, and can read the CA in the state directory). The
   API server checks it against that CA and refuses any other, so the token below cannot be
   sent to a Node object that points somewhere else.
@@ -114,18 +114,22 @@ import yarl
 from aiohttp import web
 
 from kubetrain import _aio
-from kubetrain.local.apiserver import channels, errors, podoptions, registry, resources, upgrades
+from kubetrain.local import channels, errors, podoptions
+from kubetrain.local.apiserver import registry, resources, upgrades
+from kubetrain.local.kubeletapi import (
+    EXEC_PATH,
+    LOG_PATH,
+    PORT_FORWARD_PATH,
+    STATS_PATH,
+    container_names,
+)
 
 log = logging.getLogger(__name__)
 
-# -- the contract -------------------------------------------------------------------------
+# -- the contract (its paths: kubetrain.local.kubeletapi) ---------------------------------
 
-LOG_PATH: Final = "/containerLogs/{namespace}/{pod}/{container}"
-EXEC_PATH: Final = "/exec/{namespace}/{pod}/{container}"
-STATS_PATH: Final = "/stats/summary"
 ADDRESS_TYPES: Final = ("InternalIP", "ExternalIP", "Hostname")  # kubeadm's preference order
 DEFAULT_NODE_PORT: Final = 10250  # the kubelet's port, used when a Node does not say
-PORT_FORWARD_PATH: Final = "/portForward/{namespace}/{pod}"
 PORT_FORWARD_PROTOCOL: Final = "portforward.k8s.io"  # over SPDY, and in the tunnel's name
 # A port-forward WebSocket: SPDY tunnelled (kubectl 1.31+), or the kubelet's channels.
 PORT_FORWARD_SUBPROTOCOLS: Final = (
@@ -156,17 +160,6 @@ def serves(r: resources.Resource, subresource: str) -> bool:
 
 
 # -- where a container lives -------------------------------------------------------------
-
-
-def container_names(pod: Mapping[str, Any]) -> list[str]:
-    """Init containers, containers, then ephemeral containers: kube's ``VisitContainers``."""
-    spec = pod.get("spec") or {}
-    return [
-        str(c.get("name", ""))
-        for field in ("initContainers", "containers", "ephemeralContainers")
-        for c in spec.get(field) or []
-        if isinstance(c, Mapping)
-    ]
 
 
 def select_container(pod: Mapping[str, Any], container: str) -> str:

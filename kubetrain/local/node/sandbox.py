@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
     from typing import Any
 
-    from kubetrain.local.node import runtime
+    from kubetrain.local.node import cri
 
 PODS = "pods"
 SANDBOX_FILE = "sandbox.json"
@@ -86,7 +86,7 @@ def prepared(root: str, uid: str) -> bool:
     return os.path.exists(os.path.join(pod_dir(root, uid), SANDBOX_FILE))
 
 
-def materialise(root: str, sandbox: runtime.Sandbox) -> None:
+def materialise(root: str, sandbox: cri.Sandbox) -> None:
     """Create or refresh the pod's directory, hosts file and volumes (idempotent)."""
     import json  # not at the top: the shim never needs it
 
@@ -166,7 +166,7 @@ def write_atomic(path: str, data: bytes, mode: int) -> None:
     os.replace(tmp, path)
 
 
-def write_files(directory: str, files: Iterable[runtime.File]) -> None:
+def write_files(directory: str, files: Iterable[cri.File]) -> None:
     """Make ``directory`` hold exactly ``files``: changed ones renamed into place, others gone."""
     os.makedirs(directory, exist_ok=True)
     wanted: set[str] = set()
@@ -195,7 +195,7 @@ def write_files(directory: str, files: Iterable[runtime.File]) -> None:
 
 
 def resolve_mounts(
-    root: str, sandbox: runtime.Sandbox, mounts: Sequence[runtime.Mount]
+    root: str, sandbox: cri.Sandbox, mounts: Sequence[cri.Mount]
 ) -> list[dict[str, Any]]:
     """Each mount as ``{"source", "target", "readOnly"}`` host paths, sub paths made.
 

@@ -51,7 +51,7 @@ import aiohttp
 from aiohttp import web
 
 from kubetrain import _aio
-from kubetrain.local.apiserver import channels, errors, nodeproxy, podoptions, tls
+from kubetrain.local import channels, errors, kubeletapi, podoptions, tls
 from kubetrain.local.node import logs, portforward, runtime, settings, spdy, stats, status
 
 log = logging.getLogger(__name__)
@@ -224,12 +224,12 @@ class NodeServer:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._authenticate])
-        app.router.add_get(nodeproxy.LOG_PATH, self._logs)
-        app.router.add_get(nodeproxy.EXEC_PATH, self._exec)
-        app.router.add_post(nodeproxy.EXEC_PATH, self._exec)  # the kubelet takes either
-        app.router.add_get(nodeproxy.STATS_PATH, self._summary)
-        app.router.add_post(nodeproxy.PORT_FORWARD_PATH, self._port_forward)
-        app.router.add_get(nodeproxy.PORT_FORWARD_PATH, self._port_forward)
+        app.router.add_get(kubeletapi.LOG_PATH, self._logs)
+        app.router.add_get(kubeletapi.EXEC_PATH, self._exec)
+        app.router.add_post(kubeletapi.EXEC_PATH, self._exec)  # the kubelet takes either
+        app.router.add_get(kubeletapi.STATS_PATH, self._summary)
+        app.router.add_post(kubeletapi.PORT_FORWARD_PATH, self._port_forward)
+        app.router.add_get(kubeletapi.PORT_FORWARD_PATH, self._port_forward)
         app.cleanup_ctx.append(self._sampling)
         return app
 
@@ -293,7 +293,7 @@ class NodeServer:
         pod = self.pods.pod_by_name(namespace, name)
         if pod is None:
             raise Refused(404, f'pod "{name}" does not exist')
-        if container not in nodeproxy.container_names(pod):
+        if container not in kubeletapi.container_names(pod):
             raise Refused(404, f'container "{container}" not found in pod "{name}"')
         return pod, container
 

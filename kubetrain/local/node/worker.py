@@ -32,14 +32,12 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from kubetrain import _aio, kube
-from kubetrain.kube import resource
+from kubetrain.kube import record, resource
 from kubetrain.local.node import cpulimit, podspec, portclash, runtime, status
-
-if TYPE_CHECKING:
-    from kubetrain.local.node import agent as agent_
+from kubetrain.local.node import settings as node_settings
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +123,32 @@ def parse_time(text: Any) -> datetime | None:
         return None
 
 
+class Devices(Protocol):
+    def assign(self, uid: str, pod: Mapping[str, Any], name: str) -> tuple[str, ...]: ...
+
+    def release(self, uid: str) -> None: ...
+
+
+class Node(Protocol):
+    """What a pod's worker needs of its node agent (:class:`~.agent.Agent` is one). A
+    protocol, so that this module does not import the agent that starts its workers."""
+
+    client: kube.Client
+    settings: node_settings.Settings
+    runtime: runtime.Runtime
+    devices: Devices
+    host: podspec.Host
+    recorder: record.Recorder
+
+    def now(self) -> datetime: ...
+
+    def pod(self, uid: str) -> dict[str, Any] | None: ...
+
+    def hosts_text(self, pod: Mapping[str, Any]) -> str: ...
+
+    async def fetch_sources(self, namespace: str, needs: podspec.Needs) -> podspec.Sources: ...
+
+
 @dataclasses.dataclass
 class Event:
     type: str
@@ -136,7 +160,7 @@ class Event:
 class Worker:
     """Syncs one pod (by uid) until it is gone; :meth:`poke` asks for a sync now."""
 
-    def __init__(self, agent: agent_.Agent, uid: str) -> None:
+    def __init__(self, agent: Node, uid: str) -> None:
         self.agent = agent
         self.uid = uid
         self.started = agent.now()

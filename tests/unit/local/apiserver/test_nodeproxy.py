@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from multidict import MultiDict
 
-from kubetrain.local.apiserver import channels, errors, nodeproxy, podoptions, resources
+from kubetrain.local import channels, errors, podoptions
+from kubetrain.local.apiserver import nodeproxy, resources
 
 
 def pod(

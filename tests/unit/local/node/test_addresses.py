@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kubetrain.local.apiserver import tls
+from kubetrain.local import tls
 from kubetrain.local.node import addresses
 
 

@@ -23,7 +23,7 @@ import pytest
 from aiohttp import test_utils
 from cryptography import x509
 
-from kubetrain.local.apiserver import tls
+from kubetrain.local import tls
 from kubetrain.local.node import runtime, server, settings
 
 TOKEN = "s3cret"

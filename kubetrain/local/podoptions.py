@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from kubetrain.local.apiserver import errors
+from kubetrain.local import errors
 
 
 def flag(query: Mapping[str, str], name: str) -> bool:

@@ -21,7 +21,7 @@ from typing import Any, Final
 import aiohttp
 from aiohttp import web
 
-from kubetrain.local.apiserver import errors
+from kubetrain.local import errors
 
 log = logging.getLogger(__name__)
 
