@@ -96,8 +96,21 @@ def _verb(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _asks_version(argv: Sequence[str]) -> bool:
+    """Whether the command line is a ``--version`` before any verb or help option."""
+    for word in argv:
+        if word == "--version":
+            return True
+        if word in ("-h", "--help") or not word.startswith("-"):
+            return False
+    return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
+    if _asks_version(words):  # at once: no command module is imported for it
+        print(f"kubetrain {kubetrain.__version__}")
+        return 0
     parser = build_parser(_verb(words))
     args = parser.parse_args(words)
     if getattr(args, "func", None) is None:

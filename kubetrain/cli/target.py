@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from kubetrain import kube
 from kubetrain.cli.errors import UserError
-from kubetrain.local import daemon
+from kubetrain.local import statedir
 
 ENV_KUBECONFIG = "KUBETRAIN_KUBECONFIG"
 USER_AGENT = "kubetrain-cli"
@@ -106,16 +106,22 @@ async def connect(args: argparse.Namespace) -> AsyncIterator[Target]:
         )
 
 
-def ensure_local(environ: Mapping[str, str], *, timeout: float = daemon.READY_TIMEOUT) -> str:
-    """The local control plane's kubeconfig, starting the control plane if it does not run.
+def ensure_local(environ: Mapping[str, str], *, timeout: float | None = None) -> str:
+    """The local control plane's kubeconfig, starting the control plane if it does not run
+    (waiting ``timeout`` seconds, default the daemon's, for it to become ready).
 
     Blocking (it may wait for the daemon to become ready): call it in a worker thread.
     """
-    config = daemon.Config(home=daemon.resolve_home(environ), workloads=True)
-    paths = config.paths
-    status = daemon.read_status(paths)
+    paths = statedir.Paths(statedir.resolve_home(environ))
+    status = statedir.read_status(paths)
     if status is not None and status.get("url") and os.path.exists(paths.kubeconfig):
         return paths.kubeconfig
+    # Starting or waiting for one takes the control plane's own code, which a command against
+    # a running one never imports.
+    from kubetrain.local import daemon
+
+    timeout = daemon.READY_TIMEOUT if timeout is None else timeout
+    config = daemon.Config(home=paths.home, workloads=True)
     if status is None:
         try:
             started = daemon.start_background(config, timeout=timeout)
@@ -132,10 +138,12 @@ def ensure_local(environ: Mapping[str, str], *, timeout: float = daemon.READY_TI
     return paths.kubeconfig
 
 
-def _wait_ready(paths: daemon.Paths, timeout: float) -> None:
+def _wait_ready(paths: statedir.Paths, timeout: float) -> None:
+    from kubetrain.local import daemon
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        status = daemon.read_status(paths)
+        status = statedir.read_status(paths)
         if status is None:
             raise UserError(f"the local control plane stopped while starting; see {paths.log}")
         if status.get("url") and daemon.probe_ready(paths, status["url"]):

@@ -27,11 +27,11 @@ from typing import Any, Final, Literal
 
 import aiohttp
 import yarl
-from kubernetes.aio.client import ApiClient, Configuration
 
 from kubetrain import __version__, _aio
 from kubetrain.kube import config, discovery, errors, pool
 from kubetrain.kube import watch as watch_
+from kubetrain.kube.library import ApiClient, Configuration
 from kubetrain.kube.resource import Resource
 
 log = logging.getLogger(__name__)

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
-from kubernetes.aio.client import Configuration
-from kubernetes.aio.config import ConfigException
-from kubernetes.aio.config.incluster_config import InClusterConfigLoader
-from kubernetes.aio.config.kube_config import KubeConfigLoader
 
 from kubetrain.kube.errors import ConfigError
+from kubetrain.kube.library import (
+    ConfigException,
+    Configuration,
+    InClusterConfigLoader,
+    KubeConfigLoader,
+)
 
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 DEFAULT_NAMESPACE = "default"

@@ -41,7 +41,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -60,6 +60,8 @@ from kubetrain.local.apiserver import (
     strategies,
     watch,
 )
+from kubetrain.local.statedir import Paths, read_pid, read_status, running_pid
+from kubetrain.local.statedir import resolve_home as resolve_home  # daemon.resolve_home too
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +80,6 @@ RELEASE_AFTER = 100  # writes since the last release that make another worth doi
 ENCODED = ("events",)
 
 
-def resolve_home(environ: Mapping[str, str], given: str | None = None) -> str:
-    """The state directory: ``given``, else ``$KUBETRAIN_HOME``, else ``~/.kubetrain``."""
-    home = (
-        given
-        or environ.get("KUBETRAIN_HOME")
-        or os.path.join(environ.get("HOME") or os.path.expanduser("~"), ".kubetrain")
-    )
-    return os.path.abspath(os.path.expanduser(home))
-
-
 class DaemonError(KubetrainError):
     """The control plane could not be started, reached or stopped; the message says why."""
 
@@ -96,45 +88,6 @@ class AlreadyRunning(DaemonError):
     def __init__(self, pid: int | None) -> None:
         super().__init__(f"the local control plane is already running (pid {pid})")
         self.pid = pid
-
-
-@dataclass(frozen=True)
-class Paths:
-    """Where a control plane keeps its state."""
-
-    home: str
-
-    @property
-    def kubeconfig(self) -> str:
-        return os.path.join(self.home, "kubeconfig")
-
-    @property
-    def database(self) -> str:
-        return os.path.join(self.home, "state.db")
-
-    @property
-    def pki(self) -> str:
-        return os.path.join(self.home, "pki")
-
-    @property
-    def pid(self) -> str:
-        return os.path.join(self.home, "kubetrain.pid")
-
-    @property
-    def status(self) -> str:
-        return os.path.join(self.home, "status.json")
-
-    @property
-    def port(self) -> str:
-        return os.path.join(self.home, "port")
-
-    @property
-    def volumes(self) -> str:
-        return os.path.join(self.home, "volumes")
-
-    @property
-    def log(self) -> str:
-        return os.path.join(self.home, "logs", "daemon.log")
 
 
 @dataclass(frozen=True)
@@ -314,7 +267,7 @@ def _pid_lock(paths: Paths) -> Any:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise AlreadyRunning(_read_pid(paths)) from exc
+            raise AlreadyRunning(read_pid(paths)) from exc
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
         os.fsync(fd)
@@ -487,45 +440,6 @@ def _write_state(
 
 
 # --- the CLI's side: start, stop, ask -------------------------------------------------------
-
-
-def _read_pid(paths: Paths) -> int | None:
-    try:
-        with open(paths.pid, encoding="utf-8") as f:
-            return int(f.read().strip() or 0) or None
-    except (OSError, ValueError):
-        return None
-
-
-def running_pid(paths: Paths) -> int | None:
-    """The daemon's pid if one holds the lock, else None."""
-    if not os.path.exists(paths.pid):
-        return None
-    fd = os.open(paths.pid, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return _read_pid(paths)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def read_status(paths: Paths) -> dict[str, Any] | None:
-    """What the running daemon wrote about itself, or None if none runs."""
-    pid = running_pid(paths)
-    if pid is None:
-        return None
-    try:
-        with open(paths.status, encoding="utf-8") as f:
-            status = json.load(f)
-    except (OSError, ValueError):
-        return {"pid": pid, "home": paths.home, "starting": True}
-    if status.get("pid") != pid:
-        return {"pid": pid, "home": paths.home, "starting": True}
-    return status
 
 
 def probe_ready(paths: Paths, url: str, timeout: float = 2.0) -> bool:
