@@ -551,17 +551,12 @@ class Recorder:
         type: Literal["Normal", "Warning"],
         reason: str,
         message: str,
-        *,
-        field_path: str = "",
-        action: str = "",
-        related: Mapping[str, Any] | None = None,
+        **details: Any,
     ) -> None:
-        """Record an event on ``obj``: queued for the running writer, else written (with
-        whatever else is queued) before this returns. Never raises but for cancellation."""
-        queued = self.emit(
-            obj, type, reason, message, field_path=field_path, action=action, related=related
-        )
-        if queued and not self.broadcaster.running:
+        """Record an event on ``obj`` (``details``: :meth:`emit`'s keywords): queued for the
+        running writer, else written (with whatever else is queued) before this returns.
+        Never raises but for cancellation."""
+        if self.emit(obj, type, reason, message, **details) and not self.broadcaster.running:
             await self.broadcaster.flush()
 
     async def flush(self) -> None:
