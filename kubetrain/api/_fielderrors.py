@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from kubetrain import gofmt
+
 
 class ErrorType(str, Enum):
     """Kubernetes' error types; the value is the word Kubernetes prints."""
@@ -52,20 +54,14 @@ _SHOWS_VALUE = {ErrorType.INVALID, ErrorType.NOT_SUPPORTED, ErrorType.DUPLICATE}
 
 
 def render_value(value: Any) -> str:
-    """Print a bad value the way Kubernetes does: strings quoted, numbers bare."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
+    """A bad value as the Trainer's webhook prints it: a scalar as ``field.Error`` does
+    (:func:`kubetrain.gofmt.go_value`); a list or a struct in a Go-like form that keeps the
+    field order (Go's ``%#v`` of a typed struct would show pointer addresses)."""
     if isinstance(value, list):
         return "[" + ", ".join(render_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {render_value(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+    return gofmt.go_value(value)
 
 
 def required(path: str, detail: str = "") -> FieldError:

@@ -3,7 +3,6 @@ and the official clients use, with kube-apiserver's semantics.
 
 Modules, lowest first (the pure ones do no I/O and are tested with tables):
 
-- ``gofmt``      values quoted as Go prints them, for kube's message wording
 - ``selectors``  label and field selectors: parsing (kube's grammar and messages) and matching
 - ``patches``    JSON merge patch, JSON patch, strategic merge patch for built-in kinds
 - ``apply``      server-side apply: managedFields, field ownership, conflicts, force

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubetrain import errors
+from kubetrain import errors, gofmt
 from kubetrain.local.apiserver import fieldpaths as fp
 from kubetrain.local.apiserver import fieldsets as fs
 
@@ -273,9 +273,9 @@ class _Manager:
 
     def describe(self) -> str:
         """The manager as kube's conflict messages name it."""
-        text = fp.go_quote(self.manager)
+        text = gofmt.go_quote(self.manager)
         if self.subresource:
-            text += f" with subresource {fp.go_quote(self.subresource)}"
+            text += f" with subresource {gofmt.go_quote(self.subresource)}"
         if self.operation == UPDATE:
             text += f" using {self.api_version}"
         return text

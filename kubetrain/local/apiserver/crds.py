@@ -16,8 +16,9 @@ import logging
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
+from kubetrain import gofmt
 from kubetrain.local.apiserver import apply as ssa
-from kubetrain.local.apiserver import errors, gofmt, resources, schema, store, strategies
+from kubetrain.local.apiserver import errors, resources, schema, store, strategies
 
 Cause = strategies.Cause
 R = resources.Resource

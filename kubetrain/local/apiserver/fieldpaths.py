@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubetrain.local.apiserver.gofmt import go_quote
+from kubetrain import gofmt
 
 Path = tuple[str, ...]
 """A field path: FieldsV1 path elements from the object's root, the root itself excluded."""
@@ -257,19 +256,11 @@ def _go_value(item: Any) -> str:
     if isinstance(item, int):
         return str(item)
     if isinstance(item, float):
-        return _go_float(item)
+        return gofmt.go_float(item)
     if isinstance(item, str):
-        return go_quote(item)
+        return gofmt.go_quote(item)
     if isinstance(item, list):
         return "[" + ",".join(_go_value(v) for v in item) + "]"
     if isinstance(item, dict):
         return "".join(f"{k}={_go_value(item[k])}" for k in sorted(item))
     return str(item)
-
-
-def _go_float(number: float) -> str:
-    if not math.isfinite(number):
-        return "+Inf" if number > 0 else "-Inf" if number < 0 else "NaN"
-    if number.is_integer() and abs(number) < _GO_PLAIN_FLOAT_LIMIT:
-        return str(int(number))
-    return repr(number)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from kubetrain.local.apiserver import gofmt
+from kubetrain import gofmt
 
 
 class PatchError(ValueError):

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubetrain.local.apiserver import errors, gofmt, resources, strategies
+from kubetrain import gofmt
+from kubetrain.local.apiserver import errors, resources, strategies
 
 GROUP: Final = "rbac.authorization.k8s.io"
 SERVICE_ACCOUNT: Final = "ServiceAccount"

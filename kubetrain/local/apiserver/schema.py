@@ -43,16 +43,15 @@ from __future__ import annotations
 import base64
 import copy
 import ipaddress
-import json
 import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
-from decimal import Decimal
 from typing import Any
 
-from kubetrain.local.apiserver.gofmt import go_quote
+from kubetrain import gofmt
+from kubetrain.gofmt import go_float, go_json, go_quote, go_value
 
 Schema = dict[str, Any]
 Cause = dict[str, str]
@@ -60,122 +59,6 @@ Cause = dict[str, str]
 _INT64 = (-(2**63), 2**63 - 1)
 _TYPE_META = ("apiVersion", "kind", "metadata")
 _IMMUTABLE_RULE = re.compile(r"^\s*self\s*==\s*oldSelf\s*$")
-
-# --- Go-compatible rendering -----------------------------------------------------------
-# kube builds its messages with Go's fmt and encoding/json; these reproduce the output for
-# JSON values (str, int, float, bool, None, list, dict).
-
-
-def _digits(value: float) -> tuple[bool, str, int]:
-    """Shortest round-trip decimal digits of ``value`` and the decimal point position."""
-    _, digits, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
-    text = "".join(map(str, digits))
-    return value < 0, text, len(text) + int(exponent)
-
-
-def go_float(value: float) -> str:
-    """A float64 as Go's ``%v`` prints it: shortest digits, ``e`` form from 1e+06."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    negative, digits, point = _digits(value)
-    exp = point - 1
-    if exp < -4 or exp >= 6:
-        text = _e_form(digits, exp, two_digit_exponent=True)
-    else:
-        text = _f_form(digits, point)
-    return "-" + text if negative else text
-
-
-def _e_form(digits: str, exp: int, *, two_digit_exponent: bool) -> str:
-    mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-    width = 2 if two_digit_exponent else 1
-    return f"{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp):0{width}d}"
-
-
-def _f_form(digits: str, point: int) -> str:
-    if point <= 0:
-        return "0." + "0" * -point + digits
-    if point >= len(digits):
-        return digits + "0" * (point - len(digits))
-    return digits[:point] + "." + digits[point:]
-
-
-def _json_float(value: float) -> str:
-    """A float64 as ``encoding/json`` writes it."""
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    negative, digits, point = _digits(value)
-    if 1e-6 <= abs(value) < 1e21:
-        text = _f_form(digits, point)
-    else:
-        text = _e_form(digits, point - 1, two_digit_exponent=False)
-    return "-" + text if negative else text
-
-
-def go_json(value: Any) -> str:
-    """Compact JSON as ``encoding/json`` marshals it: sorted keys, HTML characters escaped."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _json_float(value)
-    if isinstance(value, str):
-        text = json.dumps(value, ensure_ascii=False)
-        for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-            text = text.replace(ch, esc)
-        return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    if isinstance(value, dict):
-        items = (f"{go_json(str(k))}:{go_json(value[k])}" for k in sorted(value))
-        return "{" + ",".join(items) + "}"
-    if isinstance(value, list | tuple):
-        return "[" + ",".join(go_json(v) for v in value) + "]"
-    return go_json(str(value))
-
-
-def _go_sharp(value: Any) -> str:
-    """Go's ``%#v`` of a decoded JSON value (``map[string]interface {}{...}``)."""
-    if value is None:
-        return "interface {}(nil)"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    if isinstance(value, dict):
-        items = ", ".join(f"{go_quote(str(k))}:{_go_sharp(value[k])}" for k in sorted(value))
-        return "map[string]interface {}{" + items + "}"
-    if isinstance(value, list | tuple):
-        return "[]interface {}{" + ", ".join(_go_sharp(v) for v in value) + "}"
-    return go_quote(str(value))
-
-
-def go_value(value: Any) -> str:
-    """A bad value as ``field.Error`` prints it: ``"text"``, ``3``, ``true``, ``null``, and
-    ``map[string]interface {}{...}`` for objects."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    return _go_sharp(value)
-
 
 # --- causes ------------------------------------------------------------------------------
 
@@ -818,7 +701,7 @@ class _Validator:
                 or (_is_number(value) and _is_number(option) and value == option)
             ):
                 return
-        message = _in_body(name, "should be one of " + _go_list(allowed))
+        message = _in_body(name, "should be one of " + gofmt.go_v(allowed))
         self.errors.append(_Error("enum", name, value, message, values=tuple(allowed)))
 
     def _array(
@@ -878,11 +761,6 @@ class _Validator:
         for key in schema.get("required", []):
             if key not in value:
                 self.errors.append(_Error("required", f"{name}.{key}"))
-
-
-def _go_list(values: list[Any]) -> str:
-    """Go's ``%v`` of ``[]interface{}`` (``[a b 3]``), for the enum message."""
-    return "[" + " ".join(v if isinstance(v, str) else go_json(v) for v in values) + "]"
 
 
 def _unchanged(new: Any, old: Any, schema: Schema | None) -> bool:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.local.apiserver.gofmt import go_quote
+from kubetrain.gofmt import go_quote
 
 
 class SelectorError(ValueError):

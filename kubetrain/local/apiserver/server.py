@@ -32,11 +32,11 @@ from typing import Any
 import yaml
 from aiohttp import payload, web
 
+from kubetrain import gofmt
 from kubetrain.local.apiserver import (
     bodies,
     discovery,
     errors,
-    gofmt,
     metrics,
     nodeproxy,
     openapi,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from kubetrain.local.apiserver import schema
+from kubetrain import gofmt
 
 Obj = dict[str, Any]
 Row = tuple[list[Any], list[dict[str, str]]]
@@ -941,11 +941,11 @@ def _go_print(value: Any) -> str:
     """``jsonpath.PrintResults`` of one value: objects and lists as JSON, scalars as Go's
     ``fmt.Print`` writes them."""
     if isinstance(value, dict | list):
-        return schema.go_json(value)
+        return gofmt.go_json(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return schema.go_float(value)
+        return gofmt.go_float(value)
     return str(value)
 
 

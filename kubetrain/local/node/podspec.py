@@ -40,10 +40,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Final
 
-from kubetrain import api
+from kubetrain import api, gofmt
 from kubetrain.errors import KubetrainError
 from kubetrain.frameworks import hostimage
-from kubetrain.local.apiserver import gofmt
 from kubetrain.local.node import runtime
 
 GPU: Final = "nvidia.com/gpu"
