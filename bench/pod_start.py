@@ -19,10 +19,16 @@ spawned directly with ``subprocess`` (no API, no agent) is timed in the same run
 any node has to pay. With ``--burst`` every pod is created at once instead, which measures
 throughput under a queue rather than latency.
 
+With ``--container-runtime docker --image IMAGE`` the node runs the pods in containers of
+``IMAGE`` (a Docker engine found as its clients find it, ``DOCKER_HOST`` first; the image must
+be there already, it is not pulled), and the baseline is ``docker run --rm --network host IMAGE
+sh -c 'echo started'`` timed to its first line, in the same run: the figure printed is
+kubetrain's creation → process start p50 over that, the goal being 1.2x at most.
+
 Usage::
 
     .venv/bin/python bench/pod_start.py [--pods 100] [--rate 5] [--burst] [--memory]
-                                        [--json]
+                                        [--container-runtime docker --image IMAGE] [--json]
 
 This is not a test: it asserts nothing and exits 0 whatever the figures are.
 """
@@ -59,6 +65,7 @@ NAMESPACES = resource.NAMESPACES
 SERVICE_ACCOUNTS = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
 START_TIMEOUT = 60.0
 GOAL_P50 = 0.150  # seconds, for both figures
+GOAL_OVER_DOCKER = 1.2  # containers: kubetrain's p50 over `docker run`'s, at most
 WARMUP = 5
 COMMAND = ["sh", "-c", "echo started; exec sleep 3600"]
 
@@ -78,13 +85,16 @@ class Sample:
 class Result:
     samples: dict[str, Sample] = field(default_factory=dict)
     direct: list[float] = field(default_factory=list)
+    docker_run: list[float] = field(default_factory=list)  # containers: the baseline
 
 
 # --- processes --------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def control_plane_and_node(memory: bool, node: str) -> Iterator[tuple[str, str]]:
+def control_plane_and_node(
+    memory: bool, node: str, container_runtime: str = "none"
+) -> Iterator[tuple[str, str]]:
     """Start ``kubetrain apiserver`` and ``kubetrain node`` in a temporary home; yield the
     kubeconfig and the node's root; stop both (and every pod process) however the block
     ends."""
@@ -108,6 +118,7 @@ def control_plane_and_node(memory: bool, node: str) -> Iterator[tuple[str, str]]
                 [
                     sys.executable, "-m", "kubetrain", "node", "--kubeconfig", paths.kubeconfig,
                     "--name", node, "--root", root, "--gpus", "0", "--log-level", "WARNING",
+                    "--container-runtime", container_runtime,
                 ],
                 Path(home) / "node.log",
                 home,
@@ -116,12 +127,18 @@ def control_plane_and_node(memory: bool, node: str) -> Iterator[tuple[str, str]]
         finally:
             if agent is not None:
                 _processes.stop(agent)
-            asyncio.run(_remove_pods(root))
+            asyncio.run(_remove_pods(root, container_runtime))
             _processes.stop(api)
 
 
-async def _remove_pods(root: str) -> None:
-    node_runtime = runtime.Runtime(runtime.Settings(root=root))
+async def _remove_pods(root: str, container_runtime: str) -> None:
+    settings = runtime.Settings(root=root)
+    if container_runtime != "none":
+        from kubetrain.local.node import engine  # the containers extra
+
+        kind = container_runtime
+        await engine.Engine(settings, kind, engine.find(kind)).release(0)
+    node_runtime = runtime.Runtime(settings)
     for uid in node_runtime.pods():
         await node_runtime.remove(uid, 0)
 
@@ -153,7 +170,7 @@ async def create_namespace(client: kube.Client) -> str:
                 await asyncio.sleep(0.05)
 
 
-def pod(name: str, node: str) -> dict[str, Any]:
+def pod(name: str, node: str, image: str = "busybox") -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -162,7 +179,7 @@ def pod(name: str, node: str) -> dict[str, Any]:
             "nodeName": node,
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
-            "containers": [{"name": "main", "image": "busybox", "command": COMMAND}],
+            "containers": [{"name": "main", "image": image, "command": COMMAND}],
         },
     }
 
@@ -213,13 +230,19 @@ def parse_nano(stamp: str) -> float:
 
 
 async def run_pods(
-    kubeconfig: str, node: str, count: int, rate: float, burst: bool, result: Result
+    kubeconfig: str,
+    node: str,
+    count: int,
+    rate: float,
+    burst: bool,
+    result: Result,
+    image: str = "busybox",
 ) -> None:
     async with await kube.Client.from_kubeconfig(kubeconfig, user_agent="kubetrain-bench") as api:
         await wait_for_node(api, node)
         namespace = await create_namespace(api)
         for i in range(WARMUP):  # untimed: connections, caches, the first shims
-            await api.create(PODS, pod(f"warm-{i}", node), namespace=namespace)
+            await api.create(PODS, pod(f"warm-{i}", node, image), namespace=namespace)
         listening = asyncio.Event()
         done = asyncio.Event()
         async with _aio.TaskGroup() as group:
@@ -232,7 +255,7 @@ async def run_pods(
             for i in range(count):
                 name = f"pod-{i:04d}"
                 result.samples[name] = Sample(time.time())
-                creates.append(api.create(PODS, pod(name, node), namespace=namespace))
+                creates.append(api.create(PODS, pod(name, node, image), namespace=namespace))
                 if not burst:
                     await creates.pop()
                     await asyncio.sleep(1 / rate)
@@ -261,6 +284,21 @@ def direct_spawns(count: int) -> list[float]:
     return times
 
 
+def docker_runs(count: int, image: str) -> list[float]:
+    """``docker run`` of the image, timed to its first line: the baseline for containers."""
+    command = ["docker", "run", "--rm", "--network", "host", image, "sh", "-c", "echo started"]
+    subprocess.run(command, capture_output=True, check=True)  # untimed: the CLI's first start
+    times = []
+    for _ in range(count):
+        began = time.perf_counter()
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL) as run:
+            assert run.stdout is not None
+            run.stdout.readline()
+            times.append(time.perf_counter() - began)
+            run.wait()
+    return times
+
+
 # --- figures ----------------------------------------------------------------------------------
 
 
@@ -286,12 +324,24 @@ def report(result: Result, args: argparse.Namespace) -> dict[str, Any]:
             "pods": len(values),
         }
     direct = result.direct
+    over_docker = None
+    if result.docker_run and started:
+        docker_p50 = percentile(result.docker_run, 50)
+        over_docker = {
+            "image": args.image,
+            "kubetrain_p50_ms": round(percentile(started, 50) * 1000, 1),
+            "docker_run_p50_ms": round(docker_p50 * 1000, 1),
+            "ratio": round(percentile(started, 50) / docker_p50, 2),
+            "goal_ratio": GOAL_OVER_DOCKER,
+        }
     return {
         "pods": args.pods,
         "mode": "burst" if args.burst else f"{args.rate:g} pods/s",
         "cpus": os.cpu_count(),
         "figures": figures,
         "direct_spawn_p50_ms": round(percentile(direct, 50) * 1000, 2) if direct else None,
+        "container_runtime": args.container_runtime,
+        "over_docker_run": over_docker,
     }
 
 
@@ -306,6 +356,14 @@ def render(doc: dict[str, Any]) -> str:
             f"{f['goal_p50_ms']:>8.0f}ms{f['ratio_to_goal']:>7.2f}x"
         )
     lines.append("ratio: kubetrain / goal (a target, not a measurement); below 1 meets it")
+    over = doc.get("over_docker_run")
+    if over:
+        lines.append(
+            f"containers of {over['image']}: creation to process start p50 "
+            f"{over['kubetrain_p50_ms']:.1f} ms through kubetrain, {over['docker_run_p50_ms']:.1f}"
+            f" ms by `docker run`: ratio {over['ratio']:.2f}x (goal at most "
+            f"{over['goal_ratio']:.1f}x)"
+        )
     if doc["direct_spawn_p50_ms"] is not None:
         lines.append(
             f"for information: the same command spawned directly, p50 "
@@ -320,6 +378,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--rate", type=float, default=5.0, help="pods created per second")
     parser.add_argument("--burst", action="store_true", help="create every pod at once")
     parser.add_argument("--memory", action="store_true", help="in-memory store, not SQLite")
+    parser.add_argument(
+        "--container-runtime",
+        choices=("none", "docker"),
+        default="none",
+        help="the node runs the pods in containers of --image (default: host processes)",
+    )
+    parser.add_argument("--image", default="busybox", help="the pods' image (default: busybox)")
     parser.add_argument("--json", action="store_true", help="a JSON document, not the table")
     return parser.parse_args(argv)
 
@@ -329,9 +394,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     node = "bench-node"
     result = Result(direct=direct_spawns(20))
     try:
-        with control_plane_and_node(args.memory, node) as (kubeconfig, _root):
-            asyncio.run(run_pods(kubeconfig, node, args.pods, args.rate, args.burst, result))
-    except (BenchError, kube.ApiError, TimeoutError) as exc:
+        if args.container_runtime != "none":
+            result.docker_run = docker_runs(20, args.image)
+        with control_plane_and_node(args.memory, node, args.container_runtime) as (kubeconfig, _):
+            asyncio.run(
+                run_pods(kubeconfig, node, args.pods, args.rate, args.burst, result, args.image)
+            )
+    except (BenchError, kube.ApiError, TimeoutError, subprocess.CalledProcessError) as exc:
         print(f"pod_start: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

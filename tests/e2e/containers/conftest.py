@@ -4,11 +4,17 @@ into it offline, and one local control plane whose node runs every image but the
 that engine (``--container-runtime docker``, the engine found through ``DOCKER_HOST``).
 
 They skip, naming what to install, where ``dockerd`` or a static busybox is missing.
+
+``KUBETRAIN_TEST_CONTAINER_HOST`` names an engine already running instead (Podman's Docker API
+service, say: ``unix:///run/podman/podman.sock``), with ``KUBETRAIN_TEST_CONTAINER_RUNTIME``
+the node's ``--container-runtime`` for it (``podman``; default ``docker``); docs/containers.md
+has the Podman run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import subprocess
 import tempfile
@@ -21,9 +27,16 @@ import pytest
 from tests import engines
 from tests.e2e.conftest import ControlPlane, local_plane
 
+EXTERNAL = "KUBETRAIN_TEST_CONTAINER_HOST"
+KIND = "KUBETRAIN_TEST_CONTAINER_RUNTIME"
+
 
 @pytest.fixture(scope="session")
 def engine() -> Iterator[engines.Engine]:
+    if os.environ.get(EXTERNAL):
+        with tempfile.TemporaryDirectory(prefix="kt-engine-") as directory:
+            yield engines.Engine(os.environ[EXTERNAL], Path(directory), Path(directory) / "log")
+        return
     problem = engines.missing()
     if problem:
         pytest.skip(problem)
@@ -42,8 +55,9 @@ def plane(
     engine: engines.Engine, image: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ControlPlane]:
     home = tmp_path_factory.mktemp("kubetrain-containers")
+    kind = os.environ.get(KIND, "docker")
     with local_plane(
-        home, environ={"DOCKER_HOST": engine.host}, args=("--container-runtime", "docker")
+        home, environ={"DOCKER_HOST": engine.host}, args=("--container-runtime", kind)
     ) as started:
         yield started
 
