@@ -4,16 +4,19 @@ Upstream's webhook asks every runtime plugin to validate a TrainJob against its 
 plugin's ``Validate``). kubetrain keeps those checks beside each plugin's env contract, one
 pure module per plugin in ``kubetrain.frameworks.trainjob``, which sits a layer above ``api``
 (it reads these models). So this module only holds the ordered list of checks: that package
-registers it when it is imported (``kubetrain.frameworks`` imports it), and TrainJob
-validation runs it after its own runtime-dependent rules.
+registers it when it is imported, and TrainJob validation runs it after its own
+runtime-dependent rules.
 
-Validating a TrainJob against a runtime before any check is registered is a wiring mistake,
-not bad input: :func:`run` raises :class:`PluginChecksMissing` rather than let a job through
-unchecked. Must not: hold any plugin's rules.
+No caller has to remember that import: the first TrainJob judged against a runtime loads the
+package by name if nothing did yet, as ``kubetrain/__init__`` loads the SDK, since a static
+import would turn the layers upside down. Should it still register nothing, :func:`run` raises
+:class:`PluginChecksMissing` rather than let a job through unchecked. Must not: hold any
+plugin's rules.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 
 from kubetrain.api._fielderrors import FieldError
@@ -25,6 +28,7 @@ PriorityClassLookup = Callable[[str], bool]  # whether a PriorityClass of that n
 # runtime does not select returns no error.
 PluginCheck = Callable[[TrainJob, Runtime, "PriorityClassLookup | None"], list[FieldError]]
 
+PLUGINS_PACKAGE = "kubetrain.frameworks.trainjob"
 _checks: tuple[PluginCheck, ...] = ()
 
 
@@ -43,9 +47,11 @@ def run(
 ) -> list[FieldError]:
     """Every registered plugin's errors, in registration order."""
     if not _checks:
+        importlib.import_module(PLUGINS_PACKAGE)  # by name: it registers on import
+    if not _checks:
         raise PluginChecksMissing(
-            "TrainJob validation against a runtime needs the runtime plugins' checks; "
-            "import kubetrain.frameworks, which registers them"
+            f"TrainJob validation against a runtime needs the runtime plugins' checks; "
+            f"{PLUGINS_PACKAGE} registered none"
         )
     errors: list[FieldError] = []
     for check in _checks:

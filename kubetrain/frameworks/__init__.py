@@ -12,12 +12,9 @@ order in :data:`FRAMEWORKS`. The generic functions read those values:
 Everything here is pure (no network, files, environment, clock or logging) and imports only
 ``kubetrain.api`` and ``kubetrain.errors``. Framework-specific text (TF_CONFIG, MPI's hostfile
 and scripts) is reached through the framework modules, e.g. ``frameworks.mpi.hostfile(job)``.
-The TrainJob runtime plugins' pure halves are in :mod:`.trainjob`, imported here so that their
-admission checks are registered wherever ``kubetrain.frameworks`` is.
+The TrainJob runtime plugins' pure halves are in :mod:`.trainjob`.
 """
 
-# Imported for its effect too: it registers the TrainJob plugins' admission checks.
-from kubetrain.frameworks import trainjob
 from kubetrain.frameworks._framework import (
     ContractError,
     EnvVar,
@@ -89,5 +86,4 @@ __all__ = [
     "replica_labels",
     "replica_selector",
     "service_contract",
-    "trainjob",
 ]

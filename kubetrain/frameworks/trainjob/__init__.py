@@ -14,10 +14,10 @@ the node count, the resources per node, rank 0's address and the template reader
 
 The checks reach admission (``kubetrain.api``, a layer below) through
 :func:`kubetrain.api.register_trainjob_plugin_checks`, called here with :data:`CHECKS` when
-this package is imported; ``kubetrain.frameworks`` imports it, so every caller that can look a
-runtime up has them. Their order is the order of the errors a user sees: ML policies first
-(torch, MPI, XGBoost, Flux), then the pod-group policy (Volcano), as upstream's registry runs
-them.
+this package is imported (admission loads it by name the first time it judges a TrainJob
+against a runtime, so no caller has to). Their order is the order of the errors a user sees:
+ML policies first (torch, MPI, XGBoost, Flux), then the pod-group policy (Volcano), as
+upstream's registry runs them.
 
 Pure data in, data out: env vars, ports and volumes are plain Kubernetes dicts. These modules
 build no objects and decide nothing about when to apply them; the TrainJob controller does.

@@ -3,8 +3,6 @@
 ``runtime("torch").build()`` is a valid ClusterTrainingRuntime with one trainer-ancestor
 ``node`` job; ``trainjob("a").trainer(numNodes=2).build()`` a TrainJob that references it.
 Helpers ``as_runtime``/``lookup`` turn built runtimes into what validation's lookup returns.
-Importing this module imports ``kubetrain.frameworks``, whose TrainJob plugins register their
-admission checks, as every caller that looks runtimes up does.
 """
 
 from __future__ import annotations
@@ -12,9 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubetrain import api, frameworks
-
-assert frameworks.trainjob.CHECKS  # the plugins' admission checks are registered
+from kubetrain import api
 
 API_VERSION = "trainer.kubeflow.org/v1alpha1"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
