@@ -61,7 +61,7 @@ REVIEWED: Final = {
     ("kubetrain/local/node/runtime.py", "Runtime.exec", "asyncio.create_subprocess_exec"): (
         "the shim in its exec mode, then `--` and the exec request's argv, unchanged"
     ),
-    ("kubetrain/local/node/agent.py", "count_gpus", "asyncio.create_subprocess_exec"): (
+    ("kubetrain/local/node/machine.py", "count_gpus", "asyncio.create_subprocess_exec"): (
         "a constant: nvidia-smi -L"
     ),
     ("kubetrain/local/node/shim.py", "spawn", "os.execve"): (

@@ -4,15 +4,16 @@ It registers its Node and keeps it and its Lease fresh (:mod:`.heartbeat`: capac
 machine, the addresses the API server reaches it at (:mod:`.addresses`), the port of its HTTPS
 endpoint, nodeInfo, a Ready condition); watches the pods bound to it (``spec.nodeName``) and
 runs one :class:`~.worker.Worker` per pod; watches the Services and pods of every namespace it
-has pods in, so that each pod's /etc/hosts names them all (:mod:`.hosts`); assigns GPUs;
-requests the pods' ServiceAccount tokens (:class:`Tokens`) and tells them where the API server
-is, so that a process in a pod reaches it with in-cluster configuration; writes events as the
-kubelet does; and serves logs and exec (:mod:`.server`). On start it first lists what the
-runtime has on disk, so a restarted agent (even after ``kill -9``) adopts the containers still
-running, reports those that finished meanwhile, and removes those whose pod is gone.
+has pods in, so that each pod's /etc/hosts names them all (:mod:`.views`, :mod:`.hosts`);
+assigns GPUs (:mod:`.machine`); requests the pods' ServiceAccount tokens (:mod:`.tokens`) and
+tells them where the API server is, so that a process in a pod reaches it with in-cluster
+configuration; writes events as the kubelet does (:mod:`kubetrain.kube.record`); and serves
+logs and exec (:mod:`.server`). On start it first lists what the runtime has on disk, so a
+restarted agent (even after ``kill -9``) adopts the containers still running, reports those
+that finished meanwhile, and removes those whose pod is gone.
 
-Owns: that wiring, what the Node says about this machine, the GPU assignments, the token cache,
-the namespace views and the event recorder. Must not: run processes (the runtime does),
+Owns: that wiring: which pods run here, their workers, and the watches of their namespaces.
+Must not: run processes (the runtime does),
 compute a pod's specs or status (:mod:`.podspec`, :mod:`.status`), or stop pods when it stops
 itself: they outlive it.
 """
@@ -20,14 +21,11 @@ itself: they outlive it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
-import shutil
 import sys
-import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Any, Final
 
 from kubetrain import _aio, kube
@@ -37,11 +35,14 @@ from kubetrain.local.node import (
     addresses,
     heartbeat,
     hosts,
+    machine,
     podspec,
     podssh,
     runtime,
     server,
+    tokens,
     tools,
+    views,
     worker,
 )
 from kubetrain.local.node import settings as node_settings
@@ -56,284 +57,11 @@ CLAIMS: Final = kube.Resource("", "v1", "persistentvolumeclaims", kind="Persiste
 VOLUMES: Final = kube.Resource(
     "", "v1", "persistentvolumes", namespaced=False, kind="PersistentVolume"
 )
-SERVICE_ACCOUNTS: Final = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
 DEFAULT_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# The kubelet's token manager asks for a new token once 80% of the old one's life is over.
-TOKEN_REFRESH: Final = 0.8
-NO_CREDENTIALS: Final = "ServiceAccountTokenNotMounted"
 
 
 def now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-# -- this machine -------------------------------------------------------------------------------
-
-
-def memory_bytes(meminfo: str = "/proc/meminfo") -> int:
-    try:
-        with open(meminfo, encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        return 0
-
-
-async def count_gpus() -> int:
-    """GPUs ``nvidia-smi -L`` lists (one ``GPU n: ...`` line each); 0 without the tool."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "nvidia-smi",
-            "-L",
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            stdin=asyncio.subprocess.DEVNULL,
-        )
-    except OSError:
-        return 0
-    try:
-        async with _aio.timeout(10):
-            out, _ = await process.communicate()
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        log.warning("nvidia-smi -L did not answer within 10s; reporting no GPUs")
-        return 0
-    if process.returncode != 0:
-        return 0
-    return sum(1 for line in out.decode(errors="replace").splitlines() if line.startswith("GPU "))
-
-
-class Machine:
-    """What this machine offers, looked up once at start."""
-
-    def __init__(self, cpus: int, memory: int, storage: int, gpus: int) -> None:
-        self.cpus = cpus
-        self.memory = memory
-        self.storage = storage
-        self.gpus = gpus
-
-    @classmethod
-    async def probe(cls, config: node_settings.Settings) -> Machine:
-        gpus = config.gpus if config.gpus is not None else await count_gpus()
-        os.makedirs(config.root, exist_ok=True)
-        storage = (await asyncio.to_thread(shutil.disk_usage, config.root)).total
-        memory = await asyncio.to_thread(memory_bytes)
-        return cls(os.cpu_count() or 1, memory, storage, gpus)
-
-    def capacity(self, max_pods: int) -> dict[str, str]:
-        out = {
-            "cpu": str(self.cpus),
-            "memory": f"{self.memory // 1024}Ki",
-            "ephemeral-storage": f"{self.storage // 1024}Ki",
-            "pods": str(max_pods),
-        }
-        if self.gpus:
-            out[podspec.GPU] = str(self.gpus)
-        return out
-
-
-# -- GPUs ---------------------------------------------------------------------------------------
-
-
-class DeviceShortage(podspec.SpecError):
-    """Fewer free GPUs than a container needs (the scheduler should not have bound it here)."""
-
-
-class Devices:
-    """Which GPU indices each pod's containers hold, exclusively.
-
-    A container gets its devices when it first starts and keeps them across restarts while
-    its pod is here. Init containers run alone, before the app containers, so they may take
-    devices their own pod holds, and app containers those of their pod's init containers. The
-    assignment is not written anywhere of ours: a restarted agent reads it back from the specs
-    of the containers still running (:meth:`recover`)."""
-
-    def __init__(self, count: int) -> None:
-        self.ids = tuple(str(i) for i in range(count))
-        self.assigned: dict[str, dict[str, tuple[str, ...]]] = {}
-
-    def recover(self, node_runtime: runtime.Runtime) -> None:
-        """Take back what running containers hold (blocking: reads the runtime's disk)."""
-        for state in node_runtime.containers():
-            if not state.running:
-                continue
-            gpus = node_runtime.gpus(state.id)
-            if gpus:
-                held = self.assigned.setdefault(state.id.pod_uid, {})
-                held[state.id.name] = tuple(str(g) for g in gpus)
-
-    def assign(self, uid: str, pod: Mapping[str, Any], name: str) -> tuple[str, ...]:
-        """The devices of container ``name`` of pod ``uid``; chosen on its first start."""
-        wanted = {
-            str(c.get("name") or ""): podspec.gpu_limit(c) for c in podspec.all_containers(pod)
-        }
-        count = wanted.get(name, 0)
-        if not count:
-            return ()
-        held = self.assigned.setdefault(uid, {})
-        if len(held.get(name, ())) == count:
-            return held[name]
-        inits = {str(c.get("name") or "") for c in podspec.init_containers(pod)}
-        shareable = set()  # devices of this pod this container may take too
-        busy = set()
-        for owner, by_name in self.assigned.items():
-            for other, ids in by_name.items():
-                if owner == uid and (other == name or name in inits or other in inits):
-                    shareable.update(ids)
-                else:
-                    busy.update(ids)
-        free = [i for i in self.ids if i not in busy]
-        free.sort(key=lambda i: i not in shareable)  # this pod's own first
-        if len(free) < count:
-            raise DeviceShortage(
-                "UnexpectedAdmissionError",
-                "Allocate failed due to requested number of devices unavailable for "
-                f"{podspec.GPU}. Requested: {count}, Available: {len(free)}, which is unexpected",
-            )
-        held[name] = tuple(sorted(free[:count], key=int))
-        return held[name]
-
-    def release(self, uid: str) -> None:
-        self.assigned.pop(uid, None)
-
-
-# -- ServiceAccount tokens ---------------------------------------------------------------------
-
-
-class Tokens:
-    """The tokens of the pods' ``serviceAccountToken`` projections, as the kubelet's token
-    manager keeps them: requested from ``serviceaccounts/<name>/token`` bound to the pod, with
-    the audience and lifetime the projection asks for, and asked for again once
-    :data:`TOKEN_REFRESH` of their life is over (a pod's worker fetches its sources every
-    ``resync`` seconds, so the file is rewritten in time). Forgotten with the pod."""
-
-    def __init__(self, client: kube.Client) -> None:
-        self.client = client
-        self._held: dict[podspec.TokenNeed, tuple[str, datetime]] = {}  # token, refresh after
-
-    async def get(self, namespace: str, need: podspec.TokenNeed) -> str:
-        """The token for ``need``; raises :class:`kube.ApiError` when the API issues none."""
-        held = self._held.get(need)
-        if held is not None and now() < held[1]:
-            return held[0]
-        spec: dict[str, Any] = {
-            "expirationSeconds": need.expiration_seconds,
-            "boundObjectRef": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "name": need.pod_name,
-                "uid": need.pod_uid,
-            },
-        }
-        if need.audience:
-            spec["audiences"] = [need.audience]
-        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
-        asked = now()
-        answer = await self.client.create(
-            SERVICE_ACCOUNTS,
-            body,
-            namespace=namespace,
-            name=need.service_account,
-            subresource="token",
-        )
-        status = answer.get("status") or {}
-        token = str(status.get("token") or "")
-        expires = _parse_time(status.get("expirationTimestamp")) or (
-            asked + timedelta(seconds=need.expiration_seconds)
-        )
-        self._held[need] = (token, asked + (expires - asked) * TOKEN_REFRESH)
-        return token
-
-    def forget(self, uid: str) -> None:
-        for need in [n for n in self._held if n.pod_uid == uid]:
-            del self._held[need]
-
-
-def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-def api_address(url: str) -> tuple[str, int] | None:
-    """The host and port of the API server's URL (``https://127.0.0.1:6443``), for the pods'
-    ``KUBERNETES_SERVICE_*``: on this node they share the host network, so the address the
-    node reaches the API server at is the one its pods reach it at."""
-    parts = urllib.parse.urlsplit(url)
-    if not parts.hostname:
-        return None
-    try:
-        port = parts.port
-    except ValueError:
-        return None
-    return parts.hostname, port or (443 if parts.scheme == "https" else 80)
-
-
-def credentials_mountable(isolation: str) -> str:
-    """Why pods on this node cannot get the ServiceAccount mount at
-    ``/var/run/secrets/kubernetes.io/serviceaccount``, or "" when they can: it needs a private
-    mount namespace, where the mount point is made without touching the host (on the host, that
-    directory would make in-cluster detectors take the machine for a pod)."""
-    if isolation != "namespace":
-        return "this node runs pods without a private mount namespace"
-    return ""
-
-
-def _api_access_mounts(pod: Mapping[str, Any]) -> bool:
-    return any(
-        podspec.is_api_access_mount(m)
-        for c in podspec.all_containers(pod)
-        for m in c.get("volumeMounts") or []
-        if isinstance(m, Mapping)
-    )
-
-
-# -- namespaces ---------------------------------------------------------------------------------
-
-
-class NamespaceView:
-    """The Services and pods of one namespace this node has pods in, for their hosts files."""
-
-    def __init__(self) -> None:
-        self.services: dict[str, dict[str, Any]] = {}
-        self.pods: dict[str, dict[str, Any]] = {}
-        self.task: asyncio.Task[None] | None = None
-
-    def signature(self) -> tuple[Any, ...]:
-        """What the hosts files depend on; a change here rewrites them."""
-        services = sorted(
-            (name, (s.get("spec") or {}).get("type")) for name, s in self.services.items()
-        )
-        pods = sorted(
-            {
-                ((p.get("spec") or {}).get("hostname"), (p.get("spec") or {}).get("subdomain"))
-                for p in self.pods.values()
-                if (p.get("spec") or {}).get("hostname") and (p.get("spec") or {}).get("subdomain")
-            }
-        )
-        return (tuple(services), tuple(pods))
-
-
-def _names_of(plural: str, obj: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
-    """What one Service or pod adds to its namespace's hosts files."""
-    if obj is None:
-        return None
-    spec = obj.get("spec") or {}
-    if plural == "services":
-        return ("service", _name(obj), spec.get("type"))
-    if spec.get("hostname") and spec.get("subdomain"):
-        return ("pod", spec["hostname"], spec["subdomain"])
-    return None
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
@@ -371,17 +99,17 @@ class Agent:
         self.recorder = record.Recorder(
             client, "kubelet", self.name, broadcaster=self.events, assumed=("v1", "Pod")
         )
-        self.tokens = Tokens(client)
-        self.devices = Devices(0)
+        self.tokens = tokens.Tokens(client)
+        self.devices = machine.Devices(0)
         self.host = podspec.Host(self.name, config.address)
-        self.machine: Machine | None = None
+        self.machine: machine.Machine | None = None
         self.port = 0
         self.heartbeat: heartbeat.Heartbeat | None = None
         self._pods: dict[str, dict[str, Any]] = {}  # uid → the latest Pod bound here
         self._by_name: dict[tuple[str, str], str] = {}
         self._workers: dict[str, worker.Worker] = {}
         self._done: set[str] = set()  # uids whose worker has finished for good
-        self._views: dict[str, NamespaceView] = {}
+        self._views: dict[str, views.NamespaceView] = {}
         self._tasks: tasks.Tasks | None = None
         self._listed = asyncio.Event()
         self._no_credentials = ""  # why pods get no ServiceAccount mount here, or ""
@@ -448,9 +176,9 @@ class Agent:
             }
         )
         pvs = await asyncio.gather(*(get(VOLUMES, n, None) for n in pv_names))
-        tokens, token_errors = await self._fetch_tokens(namespace, needs.tokens)
+        issued, token_errors = await self._fetch_tokens(namespace, needs.tokens)
         return podspec.Sources(
-            cm, sec, cl, dict(zip(pv_names, pvs, strict=True)), tokens, token_errors
+            cm, sec, cl, dict(zip(pv_names, pvs, strict=True)), issued, token_errors
         )
 
     async def _fetch_tokens(
@@ -473,9 +201,9 @@ class Agent:
                 return exc
 
         answers = await asyncio.gather(*(one(n) for n in wanted))
-        tokens = {n: a for n, a in zip(wanted, answers, strict=True) if isinstance(a, str)}
+        issued = {n: a for n, a in zip(wanted, answers, strict=True) if isinstance(a, str)}
         errors = {n: str(a) for n, a in zip(wanted, answers, strict=True) if not isinstance(a, str)}
-        return tokens, errors
+        return issued, errors
 
     # -- life -----------------------------------------------------------------------------------
 
@@ -485,15 +213,15 @@ class Agent:
         ``registered`` is set once the Node carries this agent's serving port: until then the
         API server would send ``kubectl logs`` and ``exec`` to the port of an earlier run."""
         config = self.settings
-        self.machine = await Machine.probe(config)
-        self.devices = Devices(self.machine.gpus)
+        self.machine = await machine.Machine.probe(config)
+        self.devices = machine.Devices(self.machine.gpus)
         await asyncio.to_thread(tools.install, config.root)
         if self._own_runtime:  # the runtime gives out the GPUs counted here, no others
             self.runtime = make_runtime(config, self.devices.ids)
         isolation = await asyncio.to_thread(lambda: self.runtime.isolation)
         await asyncio.to_thread(self.devices.recover, self.runtime)
         capacity = self.machine.capacity(config.max_pods)
-        self._no_credentials = credentials_mountable(isolation)
+        self._no_credentials = tokens.credentials_mountable(isolation)
         if self._no_credentials:
             log.warning(
                 "pods on this node get no ServiceAccount credentials at %s: %s",
@@ -508,7 +236,7 @@ class Agent:
                 *(config.environment or (("PATH", DEFAULT_PATH),)),
                 *podssh.environment(tools.program(config.root, podssh.PROGRAM)),
             ),
-            api=api_address(self.client.host),
+            api=tokens.api_address(self.client.host),
             api_credentials=not self._no_credentials,
             entrypoints=tools.ENTRYPOINTS,
             containers=config.container_runtime != "none",
@@ -640,11 +368,11 @@ class Agent:
     def _spawn(self, uid: str, name: str) -> None:
         assert self._tasks is not None
         pod = self._pods.get(uid)
-        if self._no_credentials and pod is not None and _api_access_mounts(pod):
+        if self._no_credentials and pod is not None and tokens.api_access_mounts(pod):
             self.recorder.emit(
                 pod,
                 "Warning",
-                NO_CREDENTIALS,
+                tokens.NO_CREDENTIALS,
                 f"the ServiceAccount token is not mounted at {podspec.API_ACCESS_PATH}: "
                 f"{self._no_credentials}; in-cluster API access will not work in this pod",
             )
@@ -664,7 +392,7 @@ class Agent:
     def _ensure_view(self, namespace: str) -> None:
         if namespace in self._views or self._tasks is None:
             return
-        view = NamespaceView()
+        view = views.NamespaceView()
         self._views[namespace] = view
         view.task = self._tasks.spawn(self._watch_namespace(namespace, view), f"names {namespace}")
 
@@ -675,7 +403,7 @@ class Agent:
             if view.task is not None:
                 view.task.cancel()
 
-    async def _watch_namespace(self, namespace: str, view: NamespaceView) -> None:
+    async def _watch_namespace(self, namespace: str, view: views.NamespaceView) -> None:
         """Follow the namespace's Services and pods until cancelled."""
         async with _aio.TaskGroup() as group:
             group.create_task(self._follow(namespace, SERVICES, view.services, view))
@@ -686,7 +414,7 @@ class Agent:
         namespace: str,
         r: kube.Resource,
         objects: dict[str, dict[str, Any]],
-        view: NamespaceView,
+        view: views.NamespaceView,
     ) -> None:
         """One watch of the view. One that cannot be had (say, no RBAC for it on a cluster)
         is retried, never fatal to the agent: the pods then resolve fewer names."""
@@ -711,7 +439,7 @@ class Agent:
         r: kube.Resource,
         event: watch_.Event,
         objects: dict[str, dict[str, Any]],
-        view: NamespaceView,
+        view: views.NamespaceView,
     ) -> None:
         if event.type == watch_.SYNC:
             before = view.signature()
@@ -727,7 +455,7 @@ class Agent:
                 new = None
             else:
                 objects[name] = new = event.object
-            changed = _names_of(r.plural, old) != _names_of(r.plural, new)
+            changed = views.names_of(r.plural, old) != views.names_of(r.plural, new)
         if changed:
             for uid, pod in list(self._pods.items()):
                 if _namespace(pod) == namespace and uid in self._workers:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kubetrain.local.apiserver import serviceaccounts
-from kubetrain.local.node import agent, podspec, tools
+from kubetrain.local.node import podspec, tokens, tools
 
 HOST = podspec.Host(
     "node-a",
@@ -198,12 +198,12 @@ ADDRESSES = {
 
 @pytest.mark.parametrize(("url", "expected"), ADDRESSES.values(), ids=ADDRESSES.keys())
 def test_the_api_address_comes_from_the_nodes_own_server_url(url: str, expected: Any) -> None:
-    assert agent.api_address(url) == expected
+    assert tokens.api_address(url) == expected
 
 
 def test_the_mount_needs_a_private_mount_namespace() -> None:
-    assert "private mount namespace" in agent.credentials_mountable("none")
-    assert agent.credentials_mountable("namespace") == ""
+    assert "private mount namespace" in tokens.credentials_mountable("none")
+    assert tokens.credentials_mountable("namespace") == ""
 
 
 class FakeTokens:
@@ -226,11 +226,11 @@ class FakeTokens:
 
 def test_a_token_is_requested_bound_to_its_pod_and_reused_until_refresh() -> None:
     fake = FakeTokens()
-    tokens = agent.Tokens(fake)  # type: ignore[arg-type]
+    cache = tokens.Tokens(fake)  # type: ignore[arg-type]
 
     async def body() -> None:
-        assert await tokens.get("ns", NEED) == "t1"
-        assert await tokens.get("ns", NEED) == "t1", "reused while fresh"
+        assert await cache.get("ns", NEED) == "t1"
+        assert await cache.get("ns", NEED) == "t1", "reused while fresh"
         [asked] = fake.asked
         assert asked["name"] == "runner"
         assert asked["subresource"] == "token"
@@ -238,10 +238,10 @@ def test_a_token_is_requested_bound_to_its_pod_and_reused_until_refresh() -> Non
             "expirationSeconds": 3607,
             "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u-1"},
         }
-        held, _ = tokens._held[NEED]
-        tokens._held[NEED] = (held, datetime.now(timezone.utc) - timedelta(seconds=1))
-        assert await tokens.get("ns", NEED) == "t2", "asked again once 80% of its life is over"
-        tokens.forget("u-1")
-        assert await tokens.get("ns", NEED) == "t3", "forgotten with its pod"
+        held, _ = cache._held[NEED]
+        cache._held[NEED] = (held, datetime.now(timezone.utc) - timedelta(seconds=1))
+        assert await cache.get("ns", NEED) == "t2", "asked again once 80% of its life is over"
+        cache.forget("u-1")
+        assert await cache.get("ns", NEED) == "t3", "forgotten with its pod"
 
     asyncio.run(body())
