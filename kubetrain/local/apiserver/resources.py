@@ -106,6 +106,7 @@ BUILTIN: tuple[Resource, ...] = (
             Subresource("binding", "Binding", ("create",)),
             Subresource("log", "Pod", ("get",)),
             Subresource("exec", "PodExecOptions", ("create", "get")),
+            Subresource("portforward", "PodPortForwardOptions", ("create", "get")),
             Subresource("eviction", "Eviction", ("create",), "policy", "v1"),
         ),
     ),

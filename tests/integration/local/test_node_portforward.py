@@ -12,7 +12,6 @@ import sys
 from kubernetes import client
 
 from tests import portforward
-from tests.fixtures.cluster import Kubectl
 from tests.fixtures.waits import wait_for
 from tests.integration.local.conftest import Node, container, make_pod, phase_is, wait_pod
 
@@ -20,7 +19,6 @@ from tests.integration.local.conftest import Node, container, make_pod, phase_is
 def test_kubectl_port_forward_to_a_pod_and_a_service(
     core: client.CoreV1Api,
     api_client: client.ApiClient,
-    kubectl: Kubectl,
     kubeconfig: str,
     node: Node,
     namespace: str,
