@@ -6,6 +6,7 @@ kubelet's error for a port nothing listens on."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -80,7 +81,7 @@ def test_kubetrain_port_forward_opens_a_jobs_declared_port(
 ) -> None:
     """The job's first replica, its port by name, over the kubelet's WebSocket channels; the
     pods are made as the operator makes them (no operator runs beside these tests)."""
-    port = portforward.free_port()
+    port, closed = portforward.free_port(), portforward.free_port()
     template = {"spec": {"containers": [container("pytorch", ["true"])]}}
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(
         "kubeflow.org",
@@ -100,7 +101,12 @@ def test_kubetrain_port_forward_opens_a_jobs_declared_port(
         },
     )
     for rtype, command in (("worker", ["sleep", "60"]), ("master", portforward.echo_command(port))):
-        ports = [{"name": "tensorboard", "containerPort": port}] if rtype == "master" else []
+        ports = []
+        if rtype == "master":
+            ports = [
+                {"name": "tensorboard", "containerPort": port},
+                {"name": "idle", "containerPort": closed},
+            ]
         name = f"tb-{rtype}-0"
         make_pod(core, namespace, name, node, container("pytorch", command, ports=ports))
         labels = {
@@ -120,6 +126,11 @@ def test_kubetrain_port_forward_opens_a_jobs_declared_port(
         assert forward.remote == port
         payloads = [b"one " * 4000, b"two " * 3000]
         assert portforward.echoes_concurrently(forward, payloads) == payloads
+    # nothing listens: the connection closes, and the node's message is printed
+    with portforward.forwarding([*command[:5], ":idle", *command[6:]]) as forward:
+        assert portforward.closed_without_data(forward)
+        pattern = re.compile(rf"kubetrain: port {closed}: error forwarding port {closed} [^\n]*\n")
+        assert "connect: connection refused" in forward.err.wait_for(pattern)[0]
     refused = subprocess.run(
         [*command[:4], "tb", "no-such-port", *command[6:]], capture_output=True, text=True
     )
