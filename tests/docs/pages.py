@@ -21,6 +21,7 @@ GUIDE: Final = (
     "docs/quickstart.md",
     "docs/troubleshooting.md",
     "docs/jobs.md",
+    "docs/containers.md",
     "docs/progress.md",
     "docs/dashboard.md",
     "docs/initializers.md",
