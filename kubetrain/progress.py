@@ -57,6 +57,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubetrain import timefmt
+
 log = logging.getLogger(__name__)
 
 NAME_ENV: Final = "KUBETRAIN_TRAINJOB_NAME"
@@ -105,7 +107,7 @@ class Estimator:
 
 
 def _timestamp(when: datetime.datetime) -> str:
-    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)
 
 
 def _metric_value(value: Any) -> str:

@@ -9,8 +9,9 @@ RFC 3339 times of API objects. Pure: the current time is always passed in.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 
+from kubetrain import timefmt
 from kubetrain.cli.errors import UserError
 
 _UNITS = {
@@ -96,19 +97,7 @@ def elapsed(seconds: float) -> str:
 
 def timestamp(value: object) -> datetime | None:
     """An API time (``2024-05-01T10:00:00Z``, with or without fractions), or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.replace("Z", "+00:00")
-    if "." in text:  # fractions of any length: Python before 3.11 accepts only 3 or 6 digits
-        head, _, tail = text.partition(".")
-        digits = re.match(r"\d*", tail)
-        fraction = digits.group(0) if digits else ""
-        text = f"{head}.{(fraction + '000000')[:6]}{tail[len(fraction) :]}"
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return timefmt.parse(value)
 
 
 def since(value: object, now: datetime) -> float | None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import kube, timefmt
 from kubetrain.cli import (
     durations,
     errors,
@@ -207,4 +207,4 @@ def _when(value: str | None, now: datetime) -> str | None:
 
 
 def _iso(when: datetime | None) -> str | None:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when is not None else None
+    return timefmt.seconds(when) if when is not None else None

@@ -15,6 +15,7 @@ import os
 import sys
 from datetime import datetime, timezone
 
+from kubetrain import timefmt
 from kubetrain.local import daemon
 
 
@@ -31,9 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _since(started: str) -> str:
-    try:
-        when = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
-    except ValueError:
+    when = timefmt.parse(started)
+    if when is None:
         return started
     seconds = int((datetime.now(timezone.utc) - when).total_seconds())
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):

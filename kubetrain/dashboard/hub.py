@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, kube, timefmt
 from kubetrain.cli import jobkinds, jobs, replicas, top
 from kubetrain.cli import usage as amounts
 from kubetrain.dashboard import curves
@@ -451,5 +451,5 @@ def _with_kind(obj: dict[str, Any], name: str) -> dict[str, Any]:
 def _deleted(pod: dict[str, Any]) -> dict[str, Any]:
     """A deleted pod as the Gantt chart keeps it: its deletion time set when it had none."""
     meta = dict(pod.get("metadata") or {})
-    meta.setdefault("deletionTimestamp", datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    meta.setdefault("deletionTimestamp", timefmt.seconds(datetime.now(timezone.utc)))
     return {**pod, "metadata": meta}

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from kubetrain import timefmt
 from kubetrain.cli import jobkinds, jobs, jobstate, replicas, suspend, top
 from kubetrain.cli import usage as amounts
 from kubetrain.dashboard import curves, hub
@@ -348,7 +349,7 @@ def _amount(value: Fraction | None, text: Any) -> Json | None:
 
 
 def _iso(when: datetime | None) -> str | None:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when is not None else None
+    return timefmt.seconds(when) if when is not None else None
 
 
 def _iso_seconds(seconds: float) -> str:

@@ -60,7 +60,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, kube, timefmt
 from kubetrain.kube import instruments, recent
 
 log = logging.getLogger(__name__)
@@ -172,12 +172,12 @@ def clip(message: str) -> str:
 
 def timestamp(moment: datetime.datetime) -> str:
     """A metav1.Time: RFC 3339 in UTC, whole seconds."""
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(moment)
 
 
 def micro_timestamp(moment: datetime.datetime) -> str:
     """A metav1.MicroTime (an Event's ``eventTime``): RFC 3339 in UTC, microseconds."""
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return timefmt.micro(moment)
 
 
 def build(

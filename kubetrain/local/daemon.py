@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, kube, timefmt
 from kubetrain.errors import KubetrainError
 from kubetrain.local import eventttl, gc, namespaces, tls
 from kubetrain.local.apiserver import (
@@ -433,7 +433,7 @@ def _write_state(
         "home": paths.home,
         "kubeconfig": paths.kubeconfig,
         "memory": config.memory,
-        "started": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "started": timefmt.seconds(datetime.now(timezone.utc)),
         "components": names,
     }
     tls.write_private(paths.status, json.dumps(status, indent=2).encode())

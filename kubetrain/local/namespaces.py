@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import kube, timefmt
 from kubetrain.kube import tasks, watch
 from kubetrain.kube.resource import NAMESPACES
 
@@ -285,7 +285,7 @@ class NamespaceController:
         """Write the deletion conditions to the namespace's status if they changed; return
         the namespace as stored afterwards."""
         status = namespace.get("status") or {}
-        now = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = timefmt.seconds(self.clock())
         conditions = deletion_conditions(status.get("conditions") or [], result, now)
         if conditions is None:
             return namespace

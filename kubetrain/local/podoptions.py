@@ -8,12 +8,12 @@ talk to nodes (:mod:`.nodeproxy` does).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any, Final
 
+from kubetrain import timefmt
 from kubetrain.local import errors
 
 
@@ -36,33 +36,17 @@ def _integer(query: Mapping[str, str], name: str) -> int | None:
         raise errors.bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax') from None
 
 
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(Z|([+-])(\d\d):(\d\d))",
-    re.IGNORECASE,
-)
-
-
 def _time(query: Mapping[str, str], name: str) -> datetime | None:
     """An RFC 3339 time (metav1.Time's query form), in UTC."""
     if name not in query:
         return None
     text = query[name]
-    match = _RFC3339.fullmatch(text)
-    try:
-        if match is None:
-            raise ValueError(text)
-        year, month, day, hour, minute, second = (int(g) for g in match.groups()[:6])
-        micros = int((match[7] or "0")[:6].ljust(6, "0"))
-        offset = timedelta(0)
-        if match[9]:
-            offset = timedelta(hours=int(match[10]), minutes=int(match[11]))
-            offset = -offset if match[9] == "-" else offset
-        when = datetime(year, month, day, hour, minute, second, micros, timezone(offset))
-    except ValueError:
+    when = timefmt.parse(text, strict=True)
+    if when is None:
         raise errors.bad_request(
             f'parsing time "{text}" as "2006-01-02T15:04:05Z07:00": not an RFC 3339 time'
-        ) from None
-    return when.astimezone(timezone.utc)
+        )
+    return when
 
 
 @dataclass(frozen=True)
@@ -85,7 +69,7 @@ class LogOptions:
             ("limitBytes", _str(self.limit_bytes)),
             ("previous", "true" if self.previous else None),
             ("sinceSeconds", _str(self.since_seconds)),
-            ("sinceTime", self.since_time and self.since_time.strftime("%Y-%m-%dT%H:%M:%SZ")),
+            ("sinceTime", self.since_time and timefmt.seconds(self.since_time)),
             ("tailLines", _str(self.tail_lines)),
             ("timestamps", "true" if self.timestamps else None),
         ]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from kubetrain import api
+from kubetrain import api, timefmt
 from kubetrain.sdk import _runtimes, _types
 
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
@@ -60,13 +60,7 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 def parse_time(text: Any) -> datetime | None:
     """An API time (``2024-05-01T12:00:00Z``, with or without microseconds) in UTC."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return timefmt.parse(text)
 
 
 def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:

@@ -35,6 +35,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from kubetrain import timefmt
 from kubetrain.local import podoptions
 from kubetrain.local.apiserver import (
     errors,
@@ -259,7 +260,7 @@ class Metrics:
             label_selector=request.query.get("labelSelector", ""),
             field_selector=request.query.get("fieldSelector", ""),
         )
-        now = self.clock().astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = timefmt.seconds(self.clock())
         if row is NODE_METRICS:
             body = await (self._node(name, now) if name else self._nodes(options, now))
         elif name:

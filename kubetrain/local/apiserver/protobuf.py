@@ -19,8 +19,9 @@ Pure: no I/O. Raises :class:`ProtobufError` for anything it cannot read.
 from __future__ import annotations
 
 import base64
-from datetime import datetime, timezone
 from typing import Any
+
+from kubetrain import timefmt
 
 MAGIC = b"k8s\x00"
 CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
@@ -308,7 +309,7 @@ def _scalar(kind: str, value: Any) -> Any:
     if kind == "time":
         fields = decode_message_fields(value)
         seconds = _signed(fields.get(1, 0)) if isinstance(fields.get(1, 0), int) else 0
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return timefmt.seconds(timefmt.from_epoch(seconds))
     if kind == "intorstr":
         fields = decode_message_fields(value)
         if fields.get(1, 0) == 1:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from kubetrain import timefmt
 from kubetrain.local.apiserver import (
     admission,
     bodies,
@@ -90,7 +91,7 @@ def utc_now() -> datetime:
 
 def timestamp(when: datetime) -> str:
     """RFC 3339 with second precision, as metav1.Time serializes."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)
 
 
 @dataclass(frozen=True)

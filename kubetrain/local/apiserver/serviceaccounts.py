@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
+from kubetrain import timefmt
 from kubetrain.local.apiserver import errors, namespaces, store, strategies
 
 VOLUME_PREFIX: Final = "kube-api-access-"
@@ -288,4 +289,4 @@ def request_token(
 
 
 def _stamp(when: datetime) -> str:
-    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from kubetrain import gofmt
+from kubetrain import gofmt, timefmt
 
 Obj = dict[str, Any]
 Row = tuple[list[Any], list[dict[str, str]]]
@@ -89,18 +89,7 @@ _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[
 
 def _parse_time(value: Any) -> datetime | None:
     """An RFC 3339 timestamp (``metav1.Time``, ``MicroTime``); None when absent."""
-    if not isinstance(value, str) or not _TIMESTAMP.match(value):
-        return None
-    text = value.upper().replace("Z", "+00:00")
-    if "." in text:  # Python takes at most 6 fractional digits
-        head, _, rest = text.partition(".")
-        digits = re.match(r"\d+", rest)
-        frac = digits.group(0) if digits else ""
-        text = f"{head}.{frac[:6].ljust(6, '0')}{rest[len(frac) :]}"
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
+    return timefmt.parse(value)
 
 
 def _utc(now: datetime) -> datetime:
@@ -928,11 +917,7 @@ def _default_table(objects: list[Obj], now: datetime) -> tuple[list[dict[str, An
     rows = []
     for obj in objects:
         created = _parse_time(_meta(obj).get("creationTimestamp"))
-        shown = (
-            created.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            if created
-            else "0001-01-01T00:00:00Z"
-        )
+        shown = timefmt.seconds(created) if created else "0001-01-01T00:00:00Z"
         rows.append(([_meta(obj).get("name", ""), shown], []))
     return columns, rows
 

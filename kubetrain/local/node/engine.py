@@ -42,14 +42,14 @@ import os
 import struct
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Final
 
 import aiodocker
 import aiohttp
 
-from kubetrain import _aio
+from kubetrain import _aio, timefmt
 from kubetrain.local.node import runtime, sandbox, shim
 
 log = logging.getLogger(__name__)
@@ -655,10 +655,7 @@ def _rfc3339(text: Any) -> str:
 
 
 def _time(text: str | None) -> datetime | None:
-    when = _ns(text or "")
-    if when is None:
-        return None
-    return EPOCH + timedelta(microseconds=when // 1000)
+    return timefmt.parse(text)
 
 
 def _last_time(path: str) -> int | None:

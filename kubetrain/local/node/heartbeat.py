@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from kubetrain import __version__, _aio, api, kube
+from kubetrain import __version__, _aio, api, kube, timefmt
 from kubetrain.local.node import settings as node_settings
 
 log = logging.getLogger(__name__)
@@ -63,12 +63,12 @@ def now() -> datetime:
 
 def stamp(when: datetime) -> str:
     """``metav1.Time``: RFC 3339 in whole seconds."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)
 
 
 def micro_time(when: datetime) -> str:
     """``metav1.MicroTime``: RFC 3339 with microseconds."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return timefmt.micro(when)
 
 
 # -- what the node is ---------------------------------------------------------------------

@@ -63,10 +63,10 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Final, Literal
 
-from kubetrain import _aio
+from kubetrain import _aio, timefmt
 from kubetrain.errors import KubetrainError
 from kubetrain.local.node import cri, memory, proctree, sandbox, shim
 
@@ -703,11 +703,7 @@ def _tail(path: str, size: int = 2000) -> str:
 
 def _time(text: str | None) -> datetime | None:
     """An RFC 3339 time with up to nanoseconds (the shim's), to the microsecond."""
-    if not text:
-        return None
-    whole, _, fraction = text.rstrip("Z").partition(".")
-    moment = datetime.strptime(whole, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    return moment.replace(microsecond=int((fraction + "000000")[:6]))
+    return timefmt.parse(text)
 
 
 def _state(id: ContainerId, raw: dict[str, Any]) -> ContainerState:

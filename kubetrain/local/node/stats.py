@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
+from kubetrain import timefmt
 from kubetrain.local.node import memory, proctree, runtime, sandbox
 
 log = logging.getLogger(__name__)
@@ -142,7 +143,7 @@ def meminfo(text: str) -> dict[str, int]:
 
 def go_time(when: datetime) -> str:
     """``metav1.Time`` in JSON: RFC 3339, UTC, seconds."""
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)
 
 
 def _cpu(reading: Reading) -> dict[str, Any]:

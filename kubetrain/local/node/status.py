@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Final
 
+from kubetrain import timefmt
 from kubetrain.local.node import runtime
 
 PENDING: Final = "Pending"
@@ -95,9 +96,7 @@ class Observed:
 
 def timestamp(when: datetime) -> str:
     """RFC 3339 in UTC, to the second, as ``metav1.Time`` is written."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)
 
 
 def container_id(state_id: runtime.ContainerId) -> str:

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final, Protocol
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, kube, timefmt
 from kubetrain.kube import record, resource
 from kubetrain.local.node import cpulimit, podspec, portclash, runtime, status
 from kubetrain.local.node import settings as node_settings
@@ -115,12 +115,7 @@ def _utc(when: datetime | None) -> datetime | None:
 
 
 def parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    return timefmt.parse(text)
 
 
 class Devices(Protocol):

@@ -7,35 +7,22 @@ Owns: the two conversions. Must not: read the clock; callers pass ``now`` in.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
+
+from kubetrain import timefmt
 
 
 def parse(value: Any) -> float | None:
     """Seconds since the epoch, or None if ``value`` is not an RFC 3339 time."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.timestamp()
-
-
-def _utc(seconds: float) -> datetime.datetime:
-    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    moment = timefmt.parse(value)
+    return moment.timestamp() if moment is not None else None
 
 
 def format_seconds(seconds: float) -> str:
     """``metav1.Time``: whole seconds."""
-    return _utc(seconds).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(timefmt.from_epoch(seconds))
 
 
 def format_micro(seconds: float) -> str:
     """``metav1.MicroTime``, as in an Event's ``eventTime``."""
-    return _utc(seconds).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return timefmt.micro(timefmt.from_epoch(seconds))

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, kube, timefmt
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Record:
 
 def microtime(moment: datetime.datetime) -> str:
     """A metav1.MicroTime: RFC 3339 in UTC with microseconds."""
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return timefmt.micro(moment)
 
 
 def held_by_another(record: Record, identity: str, observed_at: float, now: float) -> bool:

@@ -29,23 +29,18 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain import timefmt
 from kubetrain.operator.trainjob import conditions as conds
 from kubetrain.operator.trainjob import messages, observation, phases
 
 
 def timestamp(when: datetime.datetime) -> str:
     """RFC 3339 in UTC, to the second, as Kubernetes writes ``metav1.Time``."""
-    return when.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return timefmt.seconds(when)
 
 
 def parse_time(text: Any) -> datetime.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        value = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=datetime.timezone.utc)
+    return timefmt.parse(text)
 
 
 def conditions_of(old_status: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, kube, timefmt
 from kubetrain.operator.runtime import server
 from kubetrain.operator.webhook import admission, cabundle, certs, configurations, registration
 from kubetrain.operator.webhook import settings as settings_
@@ -98,7 +98,7 @@ class Webhook:
         return self.endpoint.port
 
     def now(self) -> str:
-        return self.clock().astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return timefmt.seconds(self.clock())
 
     async def run(self) -> None:
         try:
