@@ -212,7 +212,7 @@ class Metrics:
             "Lists after the first of a watch per resource (410 Gone)",
             ("resource",),
         )
-        # kubetrain's own: events the recorder did not write (see operator.runtime.events)
+        # kubetrain's own: events the recorder did not write (see kube.record)
         self.events_dropped = r.counter(
             "kubetrain_events_dropped_total",
             "Events not written per reason: full (the queue was full), rejected (the API "
