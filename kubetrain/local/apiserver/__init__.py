@@ -8,7 +8,9 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``apply``      server-side apply: managedFields, field ownership, conflicts, force
 - ``fieldpaths`` field paths in kube's FieldsV1 and dotted forms
 - ``fieldsets``  which lists are keyed, the fields an object sets, what a write changed
-- ``schema``     structural OpenAPI schemas of CRDs: defaulting, pruning, validation
+- ``fielderrors`` 422 causes in the words of kube's ``field.Error``
+- ``schema``     a structural schema applied to an object: pruning, defaulting, validation
+- ``crdvalidation`` the checks on a CRD before it is served, and its versions' questions
 - ``tables``     ``meta.k8s.io/v1`` Table responses: built-in columns and CRD printer columns
 - ``openapi``    the OpenAPI v2 and v3 documents kubectl reads
 - ``store``      SQLite (WAL) or in-memory storage: one resourceVersion sequence, the event log

@@ -21,12 +21,12 @@ from typing import Any
 
 from kubetrain import api
 from kubetrain.local.apiserver import (
+    crdvalidation,
     errors,
     namespaces,
     queryoptions,
     registry,
     resources,
-    schema,
     services,
     store,
 )
@@ -285,5 +285,5 @@ async def _ensure_crd(reg: registry.Registry, crd_r: resources.Resource, crd: di
 def _defaulted_spec(crd: dict[str, Any]) -> Any:
     doc = copy.deepcopy(crd)
     doc.setdefault("spec", {}).setdefault("scope", "Namespaced")
-    schema.apply_crd_defaults(doc)
+    crdvalidation.apply_crd_defaults(doc)
     return doc["spec"]

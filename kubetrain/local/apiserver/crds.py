@@ -1,11 +1,11 @@
 """CustomResourceDefinitions and the custom resources they define.
 
-A CRD is checked (:func:`schema.crd_problems`), gets the cleanup finalizer, and once stored is
-established: its versions are served (the catalog gains their rows) and its status says
-NamesAccepted and Established. A custom resource is pruned, defaulted and validated by its
-version's structural schema, keeps ``generation``, may have status and scale subresources, and
-needs a resourceVersion on update, as kube's customresource registry has it. Deleting a CRD
-deletes its custom resources first (:class:`Cleanup`).
+A CRD is checked (:func:`crdvalidation.crd_problems`), gets the cleanup finalizer, and once
+stored is established: its versions are served (the catalog gains their rows) and its status
+says NamesAccepted and Established. A custom resource is pruned, defaulted and validated by its
+version's structural schema (:mod:`schema`), keeps ``generation``, may have status and scale
+subresources, and needs a resourceVersion on update, as kube's customresource registry has it.
+Deleting a CRD deletes its custom resources first (:class:`Cleanup`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from typing import Any
 
 from kubetrain import gofmt
 from kubetrain.local.apiserver import apply as ssa
-from kubetrain.local.apiserver import errors, resources, schema, store, strategies
+from kubetrain.local.apiserver import (
+    crdvalidation,
+    errors,
+    resources,
+    schema,
+    store,
+    strategies,
+)
 
 Cause = strategies.Cause
 R = resources.Resource
@@ -141,16 +148,16 @@ class CRDStrategy(strategies.Strategy):
             finalizers.append(CRD_FINALIZER)
         if isinstance(obj.get("spec"), dict):
             obj["spec"].setdefault("scope", "Namespaced")
-        schema.apply_crd_defaults(obj)
+        crdvalidation.apply_crd_defaults(obj)
 
     def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
-        schema.apply_crd_defaults(new)
+        crdvalidation.apply_crd_defaults(new)
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
         causes = strategies.validate_metadata(
             obj.get("metadata") or {}, strategies.dns1123_subdomain, False
         )
-        causes += [dict(c) for c in schema.crd_problems(obj)]
+        causes += [dict(c) for c in crdvalidation.crd_problems(obj)]
         spec = obj.get("spec") or {}
         if old is not None and isinstance(spec, Mapping):
             old_spec = old.get("spec") or {}

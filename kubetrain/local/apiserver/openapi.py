@@ -47,7 +47,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.local.apiserver import schema as schemas
+from kubetrain.local.apiserver import crdvalidation
 
 Doc = dict[str, Any]
 
@@ -829,7 +829,7 @@ def _kinds(
         for info in crd_resources(crd):
             if group_version is not None and (info.group, info.version) != group_version:
                 continue
-            crd_schema = schemas.version_schema(crd, info.version) or {
+            crd_schema = crdvalidation.version_schema(crd, info.version) or {
                 "type": "object",
                 "x-kubernetes-preserve-unknown-fields": True,
             }

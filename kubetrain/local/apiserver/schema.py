@@ -10,10 +10,13 @@ A request body for a custom resource goes through, in this order::
 ``prune`` and ``apply_defaults`` also run when an object is read back from storage, as
 kube-apiserver does, so a default added to a CRD later shows up on old objects.
 
-This module owns those three steps, the checks kube-apiserver makes on a CRD before it
-serves it (:func:`crd_problems`, with the defaults it applies first,
-:func:`apply_crd_defaults`), and the small questions about a CRD's versions. It returns
-data: it does no I/O, keeps no state, and never raises for bad input, which it reports.
+This module owns those three steps, and the same pruning and shape checks for built-in kinds
+(:func:`prune_metadata`, :func:`shape_causes`). It is one concept, a structural schema applied
+to an object, and is longer than most modules for that: the three steps walk the same schema
+the same way and share its helpers. The checks made on a CRD itself are
+:mod:`crdvalidation`'s; causes are worded by :mod:`fielderrors`, values printed by
+:mod:`kubetrain.gofmt`. It returns data: it does no I/O, keeps no state, and never raises for
+bad input, which it reports.
 
 Fidelity notes, each from the upstream source named:
 
@@ -21,7 +24,7 @@ Fidelity notes, each from the upstream source named:
   ``field.Error`` by ``apiextensions-apiserver/pkg/apiserver/validation``): a wrong type reads
   ``Invalid value: "string": spec.replicas in body must be of type integer: "string"``
   (the value shown is the JSON type that was sent, not the value). Bad values print as Go
-  prints them (:func:`go_value`).
+  prints them (:func:`kubetrain.gofmt.go_value`).
 * ``format: int32``/``int64`` bounds are *not* checked: kube strips formats it does not
   validate (``StripUnsupportedFormatsPostProcess``), and ``int32`` is one of them, so a
   custom resource may hold ``2**40`` in an ``int32`` field on a real cluster too. String
@@ -45,13 +48,12 @@ import copy
 import ipaddress
 import math
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
 from kubetrain import gofmt
-from kubetrain.gofmt import go_float, go_json, go_quote, go_value
+from kubetrain.local.apiserver import fielderrors
 
 Schema = dict[str, Any]
 Cause = dict[str, str]
@@ -59,49 +61,6 @@ Cause = dict[str, str]
 _INT64 = (-(2**63), 2**63 - 1)
 _TYPE_META = ("apiVersion", "kind", "metadata")
 _IMMUTABLE_RULE = re.compile(r"^\s*self\s*==\s*oldSelf\s*$")
-
-# --- causes ------------------------------------------------------------------------------
-
-
-def _cause(reason: str, message: str, field: str) -> Cause:
-    return {"reason": reason, "message": message, "field": field}
-
-
-def _invalid(field: str, value: Any, detail: str) -> Cause:
-    return _cause("FieldValueInvalid", f"Invalid value: {go_value(value)}: {detail}", field)
-
-
-def _required(field: str, detail: str = "") -> Cause:
-    return _cause("FieldValueRequired", "Required value" + (f": {detail}" if detail else ""), field)
-
-
-def _forbidden(field: str, detail: str) -> Cause:
-    return _cause("FieldValueForbidden", f"Forbidden: {detail}", field)
-
-
-def _not_supported(field: str, value: Any, supported: list[str]) -> Cause:
-    message = f"Unsupported value: {go_value(value)}"
-    if supported:
-        message += ": supported values: " + ", ".join(go_quote(s) for s in supported)
-    return _cause("FieldValueNotSupported", message, field)
-
-
-def _duplicate(field: str, value: Any) -> Cause:
-    return _cause("FieldValueDuplicate", f"Duplicate value: {go_value(value)}", field)
-
-
-def _too_many(field: str, actual: int, limit: int) -> Cause:
-    return _cause(
-        "FieldValueTooMany", f"Too many: {actual}: must have at most {limit} items", field
-    )
-
-
-def _field_key(path: str, key: str) -> str:
-    return f"{path}[{key}]"
-
-
-def _field_child(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
 
 
 # --- JSON values -------------------------------------------------------------------------
@@ -305,7 +264,12 @@ def _shape(value: Any, schema: Schema | None, name: str, errors: list[_Error]) -
             errors.append(_type_error(name, kind, actual))
         elif isinstance(value, dict):
             for key, item in value.items():
-                _shape(item, _field_schema(schema, key), _field_child(name, str(key)), errors)
+                _shape(
+                    item,
+                    _field_schema(schema, key),
+                    fielderrors.field_child(name, str(key)),
+                    errors,
+                )
         else:
             items = _items(schema)
             for i, item in enumerate(value):
@@ -523,7 +487,10 @@ def _in_body(name: str, text: str) -> str:
 
 def _type_error(name: str, type_name: str, actual: str) -> _Error:
     return _Error(
-        "type", name, actual, _in_body(name, f"must be of type {type_name}: " + go_quote(actual))
+        "type",
+        name,
+        actual,
+        _in_body(name, f"must be of type {type_name}: " + gofmt.go_quote(actual)),
     )
 
 
@@ -586,7 +553,10 @@ def _check_format(value: str, schema: Schema, name: str) -> list[_Error]:
     if fmt and not _FORMATS[fmt.replace("-", "")](value):
         return [
             _Error(
-                "type", name, value, _in_body(name, f"must be of type {fmt}: " + go_quote(value))
+                "type",
+                name,
+                value,
+                _in_body(name, f"must be of type {fmt}: " + gofmt.go_quote(value)),
             )
         ]
     return []
@@ -594,7 +564,7 @@ def _check_format(value: str, schema: Schema, name: str) -> list[_Error]:
 
 def _bound(limit: float, value: int | float) -> str:
     """A bound as kube prints it: an int64 against integer data, else a Go float."""
-    return str(int(limit)) if isinstance(value, int) else go_float(float(limit))
+    return str(int(limit)) if isinstance(value, int) else gofmt.go_float(float(limit))
 
 
 def _check_multiple(value: int | float, factor: int | float, name: str) -> list[_Error]:
@@ -602,14 +572,14 @@ def _check_multiple(value: int | float, factor: int | float, name: str) -> list[
     if isinstance(value, int):
         factor = int(factor)
     if factor <= 0:
-        detail = f"factor MultipleOf declared for {name} must be positive: {go_value(factor)}"
+        detail = f"factor MultipleOf declared for {name} must be positive: {gofmt.go_value(factor)}"
         return [_Error("invalid", name, factor, detail)]
     if isinstance(value, int):
         failed = value % int(factor) != 0
     else:
         failed = not _is_json_integer(value * (1 / factor) if factor < 1 else value / factor)
     if failed:
-        shown = str(factor) if isinstance(factor, int) else go_float(float(factor))
+        shown = str(factor) if isinstance(factor, int) else gofmt.go_float(float(factor))
         return [_Error("invalid", name, value, _in_body(name, f"should be a multiple of {shown}"))]
     return []
 
@@ -810,7 +780,7 @@ def _map_list_index(schema: Schema, old: list[Any]) -> dict[str, Any] | None:
 
 
 def _map_key(item: dict[str, Any], keys: list[str]) -> str:
-    return go_json([item.get(k) for k in keys])
+    return gofmt.go_json([item.get(k) for k in keys])
 
 
 def _correlate_item(index: dict[str, Any] | None, schema: Schema, item: Any) -> tuple[Any, bool]:
@@ -830,24 +800,26 @@ def _to_cause(error: _Error, prefix: str) -> Cause:
     else:
         field = prefix or "<nil>"
     if error.code == "required":
-        return _required(field)
+        return fielderrors.required(field)
     if error.code == "enum":
-        values = [v if isinstance(v, str) else go_json(v) for v in error.values]
-        return _not_supported(field, error.value, values)
+        values = [v if isinstance(v, str) else gofmt.go_json(v) for v in error.values]
+        return fielderrors.not_supported(field, error.value, values)
     if error.code == "too_long":
         detail = (
             # field.TooLong as kube-apiserver 1.28 words it
             f"may not be longer than {error.limit}" if error.limit >= 0 else "value is too long"
         )
-        return _cause("FieldValueTooLong", f"Too long: {detail}", field)
+        return fielderrors.cause("FieldValueTooLong", f"Too long: {detail}", field)
     if error.code in ("max_items", "max_props"):
-        return _too_many(field, int(error.value), error.limit)
+        return fielderrors.too_many(field, int(error.value), error.limit)
     value = "" if error.value is None else error.value
     if error.code == "type":
-        return _cause(
-            "FieldValueTypeInvalid", f"Invalid value: {go_value(value)}: {error.message}", field
+        return fielderrors.cause(
+            "FieldValueTypeInvalid",
+            f"Invalid value: {gofmt.go_value(value)}: {error.message}",
+            field,
         )
-    return _invalid(field, value, error.message)
+    return fielderrors.invalid(field, value, error.message)
 
 
 _BLOCKING = {
@@ -892,7 +864,7 @@ def validate(
     if _has_rules(schema):
         if any(c["reason"] in _BLOCKING for c in causes):
             # field.Invalid(nil, nil, ...): Go prints a nil value as the string "null"
-            causes.append(_invalid("<nil>", "null", _RULES_SKIPPED))
+            causes.append(fielderrors.invalid("<nil>", "null", _RULES_SKIPPED))
         elif old is not None:
             causes.extend(_transition_causes(obj, old, schema, path))
     return causes
@@ -906,14 +878,16 @@ def _list_type_causes(value: Any, schema: Schema, path: str) -> list[Cause]:
         _, extra = _additional(schema)
         if extra is not None:
             for key, item in value.items():
-                causes.extend(_list_type_causes(item, extra, _field_key(path, key)))
+                causes.extend(_list_type_causes(item, extra, fielderrors.field_key(path, key)))
         for key, item in value.items():
             if key in props:
-                causes.extend(_list_type_causes(item, props[key], _field_child(path, key)))
+                causes.extend(
+                    _list_type_causes(item, props[key], fielderrors.field_child(path, key))
+                )
     elif isinstance(value, list):
         kind = schema.get("x-kubernetes-list-type")
         if kind == "set":
-            causes.extend(_duplicate(f"{path}[{i}]", value[i]) for i in _repeats(value))
+            causes.extend(fielderrors.duplicate(f"{path}[{i}]", value[i]) for i in _repeats(value))
         elif kind == "map":
             causes.extend(_map_list_causes(value, schema, path))
         items = _items(schema)
@@ -929,9 +903,9 @@ def _repeats(values: list[Any]) -> list[int]:
     repeats = []
     for i, value in enumerate(values):
         key = (
-            go_json(value)
+            gofmt.go_json(value)
             if isinstance(value, dict | list)
-            else f"{_json_type(value)}:{go_json(value)}"
+            else f"{_json_type(value)}:{gofmt.go_json(value)}"
         )
         counts[key] = counts.get(key, 0) + 1
         if counts[key] == 2:
@@ -943,7 +917,9 @@ def _map_list_causes(value: list[Any], schema: Schema, path: str) -> list[Cause]
     for i, item in enumerate(value):
         if item is not None and not isinstance(item, dict):
             return [
-                _invalid(f"{path}[{i}]", item, "must be an object for an array of list-type map")
+                fielderrors.invalid(
+                    f"{path}[{i}]", item, "must be an object for an array of list-type map"
+                )
             ]
     keys = schema.get("x-kubernetes-list-map-keys") or []
     if len(value) <= 1:
@@ -956,9 +932,9 @@ def _map_list_causes(value: list[Any], schema: Schema, path: str) -> list[Cause]
         marks = [next(iter(p.values())) if p else _Unspecified() for p in present]
         causes = []
         for i in _repeats_keys(marks):
-            causes.append(_duplicate(f"{path}[{i}]", present[i]))
+            causes.append(fielderrors.duplicate(f"{path}[{i}]", present[i]))
         return causes
-    return [_duplicate(f"{path}[{i}]", present[i]) for i in _repeats(present)]
+    return [fielderrors.duplicate(f"{path}[{i}]", present[i]) for i in _repeats(present)]
 
 
 class _Unspecified:
@@ -967,7 +943,7 @@ class _Unspecified:
 
 def _repeats_keys(marks: list[Any]) -> list[int]:
     tokens = [
-        "\x00unspecified" if isinstance(m, _Unspecified) else f"{_json_type(m)}:{go_json(m)}"
+        "\x00unspecified" if isinstance(m, _Unspecified) else f"{_json_type(m)}:{gofmt.go_json(m)}"
         for m in marks
     ]
     counts: dict[str, int] = {}
@@ -1004,13 +980,13 @@ def _transition_causes(new: Any, old: Any, schema: Schema, path: str) -> list[Ca
         kind = schema.get("type", "")
         reason = rule.get("reason")
         if reason == "FieldValueForbidden":
-            causes.append(_forbidden(where, message))
+            causes.append(fielderrors.forbidden(where, message))
         elif reason == "FieldValueRequired":
-            causes.append(_required(where, message))
+            causes.append(fielderrors.required(where, message))
         elif reason == "FieldValueDuplicate":
-            causes.append(_duplicate(where, kind))
+            causes.append(fielderrors.duplicate(where, kind))
         else:
-            causes.append(_invalid(where, kind, message))
+            causes.append(fielderrors.invalid(where, kind, message))
     if isinstance(new, dict) and isinstance(old, dict):
         if schema.get("x-kubernetes-map-type") == "atomic":
             return causes
@@ -1021,10 +997,14 @@ def _transition_causes(new: Any, old: Any, schema: Schema, path: str) -> list[Ca
                 continue
             if key in props:
                 causes.extend(
-                    _transition_causes(value, old[key], props[key], _field_child(path, key))
+                    _transition_causes(
+                        value, old[key], props[key], fielderrors.field_child(path, key)
+                    )
                 )
             elif extra is not None:
-                causes.extend(_transition_causes(value, old[key], extra, _field_key(path, key)))
+                causes.extend(
+                    _transition_causes(value, old[key], extra, fielderrors.field_key(path, key))
+                )
     elif isinstance(new, list) and isinstance(old, list):
         items = _items(schema)
         index = _map_list_index(schema, old)
@@ -1058,563 +1038,3 @@ def _cel_equal(a: Any, b: Any, schema: Schema | None) -> bool:
     if _is_number(a) and _is_number(b):
         return a == b
     return _same(a, b)
-
-
-# --- CustomResourceDefinitions -----------------------------------------------------------
-
-
-def version_schema(crd: dict[str, Any], version: str) -> Schema | None:
-    """The ``openAPIV3Schema`` of ``version``, or None if the version or schema is absent."""
-    for entry in crd.get("spec", {}).get("versions") or []:
-        if isinstance(entry, dict) and entry.get("name") == version:
-            schema = (entry.get("schema") or {}).get("openAPIV3Schema")
-            return schema if isinstance(schema, dict) else None
-    return None
-
-
-_KUBE_VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
-
-
-def _version_priority(name: str) -> tuple[int, ...]:
-    """``version.CompareKubeAwareVersionStrings`` as a sort key: v2, v1, v1beta2, v1beta1,
-    v1alpha1, then names that do not look like Kubernetes versions, alphabetically."""
-    match = _KUBE_VERSION.match(name)
-    if not match:
-        return (3, 0, 0)
-    major = int(match.group(1))
-    stage = {None: 0, "beta": 1, "alpha": 2}[match.group(2)]
-    minor = int(match.group(3) or 0)
-    return (stage, -major, -minor)
-
-
-def served_versions(crd: dict[str, Any]) -> list[str]:
-    """Served version names, preferred first, in the order kube's discovery lists them."""
-    names = [
-        str(v.get("name"))
-        for v in crd.get("spec", {}).get("versions") or []
-        if isinstance(v, dict) and v.get("served")
-    ]
-    return sorted(names, key=lambda n: (_version_priority(n), n))
-
-
-def storage_version(crd: dict[str, Any]) -> str:
-    """The name of the version marked ``storage: true``.
-
-    Raises ValueError when there is none: :func:`crd_problems` rejects such a CRD, so a
-    stored CRD always has one.
-    """
-    for entry in crd.get("spec", {}).get("versions") or []:
-        if isinstance(entry, dict) and entry.get("storage"):
-            return str(entry.get("name"))
-    raise ValueError("CustomResourceDefinition has no storage version")
-
-
-def apply_crd_defaults(crd: dict[str, Any]) -> None:
-    """The defaults kube-apiserver gives a CRD (``apiextensions/v1`` defaulting):
-    ``names.singular`` (the lowercased kind), ``names.listKind`` (kind + ``List``) and
-    ``conversion.strategy: None``."""
-    spec = crd.get("spec")
-    if not isinstance(spec, dict):
-        return
-    names = spec.get("names")
-    if isinstance(names, dict):
-        kind = names.get("kind")
-        if not names.get("singular") and isinstance(kind, str):
-            names["singular"] = kind.lower()
-        if not names.get("listKind") and isinstance(kind, str) and kind:
-            names["listKind"] = kind + "List"
-    if not isinstance(spec.get("conversion"), dict):
-        spec["conversion"] = {"strategy": "None"}
-
-
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_DNS1035_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-_DNS1123_SUBDOMAIN_MESSAGE = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "
-    "or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "
-    "regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*"
-    "[a-z0-9])?)*')"
-)
-_TYPES = ["array", "boolean", "integer", "number", "object", "string"]
-_COLUMN_TYPES = "boolean,date,integer,number,string"
-_COLUMN_FORMATS = "byte,date,date-time,double,float,int32,int64,password"
-
-
-def _dns1035(value: str) -> list[str]:
-    errors = []
-    if len(value) > 63:
-        errors.append("must be no more than 63 characters")
-    if not _DNS1035.match(value):
-        errors.append(_DNS1035_MESSAGE)
-    return errors
-
-
-def _dns1123_subdomain(value: str) -> list[str]:
-    errors = []
-    if len(value) > 253:
-        errors.append("must be no more than 253 characters")
-    if not _DNS1123_SUBDOMAIN.match(value):
-        errors.append(_DNS1123_SUBDOMAIN_MESSAGE)
-    return errors
-
-
-def crd_problems(crd: dict[str, Any]) -> list[Cause]:
-    """The checks kube-apiserver makes on a CRD that matter for serving it, as causes.
-
-    Run after :func:`apply_crd_defaults` semantics (a missing singular or listKind is
-    defaulted, not reported). Checks the name (``<plural>.<group>``), group, scope, names,
-    versions (unique, DNS-1035, exactly one storage version, a schema each), that every
-    schema is structural (typed nodes, items for arrays, no additionalProperties beside
-    properties or at the root, list-type rules, only name/generateName under root metadata),
-    printer columns and scale subresource paths. Messages are kube's
-    (``apiextensions-apiserver/pkg/apis/apiextensions/validation``); CEL rules are not
-    compiled, and default values are not validated against their schemas.
-    """
-    crd = _defaulted_names(crd)
-    causes: list[Cause] = []
-    metadata = crd.get("metadata") if isinstance(crd.get("metadata"), dict) else {}
-    spec = crd.get("spec") if isinstance(crd.get("spec"), dict) else {}
-    names = spec.get("names") if isinstance(spec.get("names"), dict) else {}
-    group = str(spec.get("group") or "")
-    plural = str(names.get("plural") or "")
-
-    name = str(metadata.get("name") or "")
-    if not name:
-        causes.append(_required("metadata.name", "name or generateName is required"))
-    else:
-        for message in _dns1123_subdomain(name):
-            causes.append(_invalid("metadata.name", name, message))
-        if name != f"{plural}.{group}":
-            causes.append(
-                _invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group')
-            )
-
-    if not group:
-        causes.append(_required("spec.group"))
-    elif errors := _dns1123_subdomain(group):
-        causes.append(_invalid("spec.group", group, ",".join(errors)))
-    elif len(group.split(".")) < 2:
-        causes.append(_invalid("spec.group", group, "should be a domain with at least one dot"))
-
-    scope = spec.get("scope") or ""
-    if not scope:
-        causes.append(_required("spec.scope"))
-    elif scope not in ("Cluster", "Namespaced"):
-        causes.append(_not_supported("spec.scope", scope, ["Cluster", "Namespaced"]))
-
-    versions = [v if isinstance(v, dict) else {} for v in spec.get("versions") or []]
-    for i, version in enumerate(versions):
-        if not isinstance((version.get("schema") or {}).get("openAPIV3Schema"), dict):
-            causes.append(
-                _required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
-            )
-    seen: set[str] = set()
-    unique = True
-    for i, version in enumerate(versions):
-        vname = str(version.get("name") or "")
-        unique = unique and vname not in seen
-        seen.add(vname)
-        if errors := _dns1035(vname):
-            causes.append(_invalid(f"spec.versions[{i}].name", vname, ",".join(errors)))
-        causes.extend(_version_problems(version, f"spec.versions[{i}]"))
-    if not unique:
-        causes.append(_invalid("spec.versions", versions, "must contain unique version names"))
-    if sum(1 for v in versions if v.get("storage")) != 1:
-        causes.append(
-            _invalid(
-                "spec.versions", versions, "must have exactly one version marked as storage version"
-            )
-        )
-
-    for key in ("plural", "singular", "kind", "listKind"):
-        if not names.get(key):
-            causes.append(_required(f"spec.names.{key}"))
-    causes.extend(_names_problems(names))
-    return causes
-
-
-def _defaulted_names(crd: dict[str, Any]) -> dict[str, Any]:
-    """``crd`` after :func:`apply_crd_defaults`, copying only what that changes: a CRD that
-    embeds pod templates holds megabytes of schema, which the checks only read."""
-    crd = dict(crd)
-    if isinstance(crd.get("spec"), dict):
-        spec = crd["spec"] = dict(crd["spec"])
-        if isinstance(spec.get("names"), dict):
-            spec["names"] = dict(spec["names"])
-    apply_crd_defaults(crd)
-    return crd
-
-
-def _names_problems(names: dict[str, Any]) -> list[Cause]:
-    causes = []
-    for key in ("plural", "singular"):
-        value = str(names.get(key) or "")
-        if value and (errors := _dns1035(value)):
-            causes.append(_invalid(f"spec.names.{key}", value, ",".join(errors)))
-    for key in ("kind", "listKind"):
-        value = str(names.get(key) or "")
-        if value and (errors := _dns1035(value.lower())):
-            detail = "may have mixed case, but should otherwise match: " + ",".join(errors)
-            causes.append(_invalid(f"spec.names.{key}", value, detail))
-    for i, short in enumerate(names.get("shortNames") or []):
-        if errors := _dns1035(str(short)):
-            causes.append(_invalid(f"spec.names.shortNames[{i}]", short, ",".join(errors)))
-    kind = names.get("kind")
-    if kind and kind == names.get("listKind"):
-        causes.append(
-            _invalid("spec.names.listKind", kind, "kind and listKind may not be the same")
-        )
-    for i, category in enumerate(names.get("categories") or []):
-        if errors := _dns1035(str(category)):
-            causes.append(_invalid(f"spec.names.categories[{i}]", category, ",".join(errors)))
-    return causes
-
-
-def _version_problems(version: dict[str, Any], path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    schema = (version.get("schema") or {}).get("openAPIV3Schema")
-    subresources = version.get("subresources") or {}
-    if isinstance(schema, dict):
-        base = f"{path}.schema.openAPIV3Schema"
-        if "status" in subresources and schema.get("type", "object") != "object":
-            detail = (
-                'only "object" is allowed as the type at the root of the schema '
-                "if the status subresource is enabled"
-            )
-            causes.append(
-                _invalid(f"{path}.schema.openAPIV3Schema.type", schema.get("type"), detail)
-            )
-        if schema.get("nullable") is True:
-            causes.append(_forbidden(f"{base}.nullable", "nullable cannot be true at the root"))
-        structural = _structural_problems(schema, base, "root")
-        causes.extend(sorted(structural, key=lambda c: f"{c['field']}: {c['message']}"))
-        causes.extend(_openapi_problems(schema, base))
-    scale = subresources.get("scale")
-    if isinstance(scale, dict):
-        causes.extend(_scale_problems(scale, f"{path}.subresources"))
-    for i, column in enumerate(version.get("additionalPrinterColumns") or []):
-        causes.extend(
-            _column_problems(
-                column if isinstance(column, dict) else {}, f"{path}.additionalPrinterColumns[{i}]"
-            )
-        )
-    return causes
-
-
-def _walk(schema: Schema, path: str, level: str) -> Iterator[tuple[Schema, str, str]]:
-    """Every node of a schema with its CRD path and level (root, field, item)."""
-    yield schema, path, level
-    for key, prop in (schema.get("properties") or {}).items():
-        if isinstance(prop, dict):
-            yield from _walk(prop, f"{path}.properties[{key}]", "field")
-    items = schema.get("items")
-    if isinstance(items, dict):
-        yield from _walk(items, f"{path}.items", "item")
-    extra = schema.get("additionalProperties")
-    if isinstance(extra, dict):
-        yield from _walk(extra, f"{path}.additionalProperties", "field")
-
-
-def _structural_problems(schema: Schema, base: str, level: str) -> list[Cause]:
-    """``ValidateStructural``: what makes a schema not structural."""
-    causes: list[Cause] = []
-    for node, path, lvl in _walk(schema, base, level):
-        kind = node.get("type") or ""
-        embedded = node.get("x-kubernetes-embedded-resource") is True
-        if kind == "array" and not isinstance(node.get("items"), dict):
-            causes.append(_required(f"{path}.items", "must be specified"))
-        if "additionalProperties" in node and lvl == "root":
-            causes.append(
-                _forbidden(f"{path}.additionalProperties", "must not be used at the root")
-            )
-        if node.get("x-kubernetes-int-or-string") is True:
-            if node.get("x-kubernetes-preserve-unknown-fields") is True:
-                causes.append(
-                    _invalid(
-                        f"{path}.x-kubernetes-preserve-unknown-fields",
-                        True,
-                        "must be false if x-kubernetes-int-or-string is true",
-                    )
-                )
-            if embedded:
-                causes.append(
-                    _invalid(
-                        f"{path}.x-kubernetes-embedded-resource",
-                        True,
-                        "must be false if x-kubernetes-int-or-string is true",
-                    )
-                )
-        if embedded and kind != "object":
-            detail = "must be object if x-kubernetes-embedded-resource is true"
-            causes.append(
-                _invalid(f"{path}.type", kind, detail)
-                if kind
-                else _required(f"{path}.type", detail)
-            )
-        elif (
-            not kind
-            and node.get("x-kubernetes-int-or-string") is not True
-            and node.get("x-kubernetes-preserve-unknown-fields") is not True
-        ):
-            detail = {
-                "root": "must not be empty at the root",
-                "item": "must not be empty for specified array items",
-                "field": "must not be empty for specified object fields",
-            }[lvl]
-            causes.append(_required(f"{path}.type", detail))
-        if embedded and "additionalProperties" in node:
-            causes.append(
-                _forbidden(
-                    f"{path}.additionalProperties",
-                    "must not be used if x-kubernetes-embedded-resource is set",
-                )
-            )
-        if lvl == "root" and kind and kind != "object":
-            causes.append(_invalid(f"{path}.type", kind, "must be object at the root"))
-        check_meta = lvl == "root" or embedded
-        props = node.get("properties") or {}
-        for meta in ("kind", "apiVersion"):
-            if (
-                check_meta
-                and isinstance(props.get(meta), dict)
-                and props[meta].get("type") != "string"
-            ):
-                causes.append(
-                    _invalid(
-                        f"{path}.properties[{meta}].type",
-                        props[meta].get("type", ""),
-                        "must be string",
-                    )
-                )
-        metadata = props.get("metadata")
-        if isinstance(metadata, dict):
-            if check_meta and metadata.get("type") != "object":
-                causes.append(
-                    _invalid(
-                        f"{path}.properties[metadata].type",
-                        metadata.get("type", ""),
-                        "must be object",
-                    )
-                )
-            if lvl == "root" and not _plain_metadata(metadata):
-                causes.append(
-                    _forbidden(
-                        f"{path}.properties[metadata]",
-                        "must not specify anything other than name and generateName, "
-                        "but metadata is implicitly specified",
-                    )
-                )
-        if embedded and node.get("x-kubernetes-preserve-unknown-fields") is not True and not props:
-            causes.append(
-                _required(
-                    f"{path}.properties",
-                    "must not be empty if x-kubernetes-embedded-resource is true "
-                    "without x-kubernetes-preserve-unknown-fields",
-                )
-            )
-    return causes
-
-
-def _plain_metadata(schema: Schema) -> bool:
-    """Root metadata may only say ``type: object`` and restrict name and generateName."""
-    rest = {k: v for k, v in schema.items() if k not in ("type", "default", "description")}
-    props = rest.pop("properties", None) or {}
-    return not rest and set(props) <= {"name", "generateName"}
-
-
-_UNSUPPORTED = {
-    "id": "id is not supported",
-    "additionalItems": "additionalItems is not supported",
-    "patternProperties": "patternProperties is not supported",
-    "definitions": "definitions is not supported",
-    "dependencies": "dependencies is not supported",
-    "$ref": "$ref is not supported",
-}
-
-
-def _openapi_problems(schema: Schema, base: str) -> list[Cause]:
-    """``ValidateCustomResourceDefinitionOpenAPISchema``: the schema-language checks."""
-    causes: list[Cause] = []
-    for node, path, _ in _walk(schema, base, "root"):
-        kind = node.get("type")
-        if kind and kind not in _TYPES:
-            causes.append(_not_supported(f"{path}.type", kind, _TYPES))
-        if kind == "null":
-            causes.append(
-                _forbidden(
-                    f"{path}.type", "type cannot be set to null, use nullable as an alternative"
-                )
-            )
-        for key, detail in _UNSUPPORTED.items():
-            if key in node:
-                causes.append(_forbidden(f"{path}.{key}", detail))
-        if isinstance(node.get("items"), list):
-            causes.append(
-                _forbidden(f"{path}.items", "items must be a schema object and not an array")
-            )
-        if node.get("uniqueItems") is True:
-            causes.append(
-                _forbidden(
-                    f"{path}.uniqueItems",
-                    "uniqueItems cannot be set to true "
-                    "since the runtime complexity becomes quadratic",
-                )
-            )
-        extra = node.get("additionalProperties")
-        if (
-            "additionalProperties" in node
-            and node.get("properties")
-            and (extra is False or isinstance(extra, dict))
-        ):
-            causes.append(
-                _forbidden(
-                    f"{path}.additionalProperties",
-                    "additionalProperties and properties are mutual exclusive",
-                )
-            )
-        if node.get("x-kubernetes-preserve-unknown-fields") is False:
-            causes.append(
-                _invalid(
-                    f"{path}.x-kubernetes-preserve-unknown-fields",
-                    False,
-                    "must be true or undefined",
-                )
-            )
-        causes.extend(_list_schema_problems(node, path))
-    return causes
-
-
-def _list_schema_problems(node: Schema, path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    kind = node.get("type") or ""
-    list_type = node.get("x-kubernetes-list-type")
-    keys = node.get("x-kubernetes-list-map-keys") or []
-    if list_type is not None and kind != "array":
-        detail = "must be array if x-kubernetes-list-type is specified"
-        causes.append(
-            _invalid(f"{path}.type", kind, detail) if kind else _required(f"{path}.type", detail)
-        )
-    if list_type is not None and list_type not in ("atomic", "set", "map"):
-        causes.append(
-            _not_supported(f"{path}.x-kubernetes-list-type", list_type, ["atomic", "set", "map"])
-        )
-    if keys and list_type is None:
-        causes.append(
-            _required(
-                f"{path}.x-kubernetes-list-type",
-                "must be map if x-kubernetes-list-map-keys is non-empty",
-            )
-        )
-    elif keys and list_type != "map":
-        causes.append(
-            _invalid(
-                f"{path}.x-kubernetes-list-type",
-                list_type,
-                "must be map if x-kubernetes-list-map-keys is non-empty",
-            )
-        )
-    if list_type == "map":
-        items = node.get("items")
-        if not keys:
-            causes.append(
-                _required(
-                    f"{path}.x-kubernetes-list-map-keys",
-                    "must not be empty if x-kubernetes-list-type is map",
-                )
-            )
-        if items is None:
-            causes.append(
-                _required(f"{path}.items", "must have a schema if x-kubernetes-list-type is map")
-            )
-        elif isinstance(items, dict) and items.get("type") != "object":
-            causes.append(
-                _invalid(
-                    f"{path}.items.type",
-                    items.get("type", ""),
-                    "must be object if parent array's x-kubernetes-list-type is map",
-                )
-            )
-        elif isinstance(items, dict):
-            props = items.get("properties") or {}
-            for key in keys:
-                if key not in props:
-                    causes.append(
-                        _invalid(
-                            f"{path}.x-kubernetes-list-map-keys",
-                            keys,
-                            "entries must all be names of item properties",
-                        )
-                    )
-            if len(set(keys)) != len(keys):
-                causes.append(
-                    _invalid(
-                        f"{path}.x-kubernetes-list-map-keys",
-                        keys,
-                        "must not contain duplicate entries",
-                    )
-                )
-    return causes
-
-
-def _simple_json_path(value: Any, path: str) -> list[Cause]:
-    text = str(value or "")
-    if not text:
-        return [_invalid(path, text, "must not be empty")]
-    if not text.startswith("."):
-        return [_invalid(path, text, "must be a simple json path starting with .")]
-    return []
-
-
-def _scale_problems(scale: dict[str, Any], path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    for key, prefix, where in (
-        ("specReplicasPath", (".spec.",), "should be a json path under .spec"),
-        ("statusReplicasPath", (".status.",), "should be a json path under .status"),
-    ):
-        value = scale.get(key)
-        if not value:
-            causes.append(_required(f"{path}.scale.{key}"))
-        elif errors := _simple_json_path(value, f"{path}.scale.{key}"):
-            causes.extend(errors)
-        elif not str(value).startswith(prefix):
-            causes.append(_invalid(f"{path}.scale.{key}", value, where))
-    selector = scale.get("labelSelectorPath")
-    if selector:
-        if errors := _simple_json_path(selector, f"{path}.scale.labelSelectorPath"):
-            causes.extend(errors)
-        elif not str(selector).startswith((".spec.", ".status.")):
-            causes.append(
-                _invalid(
-                    f"{path}.scale.labelSelectorPath",
-                    selector,
-                    "should be a json path under either .spec or .status",
-                )
-            )
-    return causes
-
-
-def _column_problems(column: dict[str, Any], path: str) -> list[Cause]:
-    causes: list[Cause] = []
-    if not column.get("name"):
-        causes.append(_required(f"{path}.name"))
-    kind = column.get("type")
-    if not kind:
-        causes.append(_required(f"{path}.type", f"must be one of {_COLUMN_TYPES}"))
-    elif kind not in _COLUMN_TYPES.split(","):
-        causes.append(_invalid(f"{path}.type", kind, f"must be one of {_COLUMN_TYPES}"))
-    fmt = column.get("format")
-    if fmt and fmt not in _COLUMN_FORMATS.split(","):
-        causes.append(_invalid(f"{path}.format", fmt, f"must be one of {_COLUMN_FORMATS}"))
-    json_path = column.get("jsonPath")
-    if not json_path:
-        causes.append(_required(f"{path}.JSONPath"))
-    else:
-        causes.extend(_simple_json_path(json_path, f"{path}.JSONPath"))
-    return causes

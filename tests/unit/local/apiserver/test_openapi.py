@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from kubetrain import api
-from kubetrain.local.apiserver import openapi, schema
+from kubetrain.local.apiserver import crdvalidation, openapi
 
 Info = openapi.ResourceInfo
 BUILTIN = [
@@ -178,7 +178,7 @@ def test_the_pytorchjob_patch_operation_is_what_kubectl_looks_for() -> None:
 def test_a_crd_kind_is_published_with_its_schema() -> None:
     schemas = document("kubeflow.org", "v1")["components"]["schemas"]
     published = schemas["org.kubeflow.v1.PyTorchJob"]
-    crd_schema = schema.version_schema(PYTORCHJOB, "v1")
+    crd_schema = crdvalidation.version_schema(PYTORCHJOB, "v1")
     assert crd_schema is not None
     assert published["properties"]["spec"] == crd_schema["properties"]["spec"]
     assert published["properties"]["metadata"]["$ref"] == (

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from kubetrain import api
-from kubetrain.local.apiserver import schema
+from kubetrain import api, gofmt
+from kubetrain.local.apiserver import crdvalidation, schema
 
 CRDS = {crd["spec"]["names"]["kind"]: crd for crd in api.crds()}
 
@@ -161,7 +161,7 @@ def test_prune(obj: dict[str, Any], removed: list[str], after: dict[str, Any]) -
 
 
 def test_prune_reaches_into_a_pytorchjob_pod_template_by_its_kubernetes_schema() -> None:
-    crd_schema = schema.version_schema(CRDS["PyTorchJob"], "v1")
+    crd_schema = crdvalidation.version_schema(CRDS["PyTorchJob"], "v1")
     container = {"name": "pytorch", "image": "i", "env": [{"name": "A", "value": "1"}]}
     template = {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [container]}}
     sent = copy.deepcopy(template)
@@ -300,7 +300,7 @@ def test_defaults_need_the_parent_object() -> None:
 
 def test_pytorchjob_run_policy_suspend_defaults_to_false() -> None:
     job = {"spec": {"runPolicy": {}, "pytorchReplicaSpecs": {}}}
-    schema.apply_defaults(job, schema.version_schema(CRDS["PyTorchJob"], "v1"))
+    schema.apply_defaults(job, crdvalidation.version_schema(CRDS["PyTorchJob"], "v1"))
     assert job["spec"]["runPolicy"] == {"suspend": False}
 
 
@@ -623,7 +623,7 @@ def test_a_create_never_checks_transition_rules() -> None:
 
 
 def test_pytorchjob_queue_is_immutable_with_kubes_message() -> None:
-    crd_schema = schema.version_schema(CRDS["PyTorchJob"], "v1")
+    crd_schema = crdvalidation.version_schema(CRDS["PyTorchJob"], "v1")
 
     def job(queue: str) -> dict[str, Any]:
         run_policy = {"schedulingPolicy": {"queue": queue}}
@@ -671,7 +671,7 @@ def widget_crd(**changes: Any) -> dict[str, Any]:
 
 
 def test_every_kubetrain_crd_is_accepted() -> None:
-    assert {name: schema.crd_problems(crd) for name, crd in CRDS.items()} == {
+    assert {name: crdvalidation.crd_problems(crd) for name, crd in CRDS.items()} == {
         name: [] for name in CRDS
     }
 
@@ -891,7 +891,7 @@ CRD_CASES = [
     ("crd", "expected"), [c[1:] for c in CRD_CASES], ids=[c[0] for c in CRD_CASES]
 )
 def test_crd_problems(crd: dict[str, Any], expected: list[Any]) -> None:
-    problems = schema.crd_problems(crd)
+    problems = crdvalidation.crd_problems(crd)
     if expected and isinstance(expected[0], str):  # only the detail; the value is a Go dump
         assert [f"{p['field']}: {p['message'].rsplit(': ', 1)[-1]}" for p in problems] == expected
     else:
@@ -900,7 +900,7 @@ def test_crd_problems(crd: dict[str, Any], expected: list[Any]) -> None:
 
 def test_crd_defaults_fill_singular_list_kind_and_conversion() -> None:
     crd = widget_crd()
-    schema.apply_crd_defaults(crd)
+    crdvalidation.apply_crd_defaults(crd)
     assert crd["spec"]["names"] == {
         "plural": "widgets",
         "kind": "Widget",
@@ -916,40 +916,40 @@ def test_versions_served_and_stored() -> None:
         for name in ("v1alpha1", "foo", "v1", "v1beta1", "v2beta1", "v3")
     ]
     crd = {"spec": {"versions": versions}}
-    assert schema.served_versions(crd) == ["v1", "v2beta1", "v1beta1", "v1alpha1", "foo"]
-    assert schema.storage_version(crd) == "v1beta1"
-    assert schema.version_schema(crd, "v1") is None
-    assert schema.version_schema(widget_crd(), "v1") == SCHEMA
-    assert schema.version_schema(widget_crd(), "v2") is None
+    assert crdvalidation.served_versions(crd) == ["v1", "v2beta1", "v1beta1", "v1alpha1", "foo"]
+    assert crdvalidation.storage_version(crd) == "v1beta1"
+    assert crdvalidation.version_schema(crd, "v1") is None
+    assert crdvalidation.version_schema(widget_crd(), "v1") == SCHEMA
+    assert crdvalidation.version_schema(widget_crd(), "v2") is None
     with pytest.raises(ValueError, match="no storage version"):
-        schema.storage_version({"spec": {"versions": []}})
+        crdvalidation.storage_version({"spec": {"versions": []}})
 
 
 def test_trainjob_serves_both_versions_preferring_v2alpha1() -> None:
-    assert schema.served_versions(CRDS["TrainJob"]) == ["v2alpha1", "v1alpha1"]
+    assert crdvalidation.served_versions(CRDS["TrainJob"]) == ["v2alpha1", "v1alpha1"]
 
 
 # --- Go rendering ------------------------------------------------------------------------
 
 GO_CASES = [
-    ("a float64 with an exponent of 6 or more uses e form", schema.go_float(1e6), "1e+06"),
-    ("a float64 below that prints in full", schema.go_float(123456.0), "123456"),
-    ("an integral float64 has no decimal point", schema.go_float(100.0), "100"),
-    ("small float64s switch to e form below 1e-4", schema.go_float(0.00001), "1e-05"),
+    ("a float64 with an exponent of 6 or more uses e form", gofmt.go_float(1e6), "1e+06"),
+    ("a float64 below that prints in full", gofmt.go_float(123456.0), "123456"),
+    ("an integral float64 has no decimal point", gofmt.go_float(100.0), "100"),
+    ("small float64s switch to e form below 1e-4", gofmt.go_float(0.00001), "1e-05"),
     (
         "encoding/json switches at 1e21 and trims the exponent",
-        schema.go_json([1.0, 1e21, 1e-7]),
+        gofmt.go_json([1.0, 1e21, 1e-7]),
         "[1,1e+21,1e-7]",
     ),
     (
         "encoding/json sorts keys and escapes HTML",
-        schema.go_json({"b": "<", "a": True}),
+        gofmt.go_json({"b": "<", "a": True}),
         '{"a":true,"b":"\\u003c"}',
     ),
-    ("strconv.Quote escapes like Go", schema.go_quote('tab\t"q"\x01é'), '"tab\\t\\"q\\"\\x01é"'),
+    ("strconv.Quote escapes like Go", gofmt.go_quote('tab\t"q"\x01é'), '"tab\\t\\"q\\"\\x01é"'),
     (
         "an object prints as Go's %#v of a map",
-        schema.go_value({"b": [1, None], "a": "x"}),
+        gofmt.go_value({"b": [1, None], "a": "x"}),
         'map[string]interface {}{"a":"x", "b":[]interface {}{1, interface {}(nil)}}',
     ),
 ]
