@@ -24,12 +24,13 @@ import secrets
 import shutil
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from kubernetes import client, config
 
 from kubetrain import envtest
 from tests import localapiserver, realcluster
@@ -60,6 +61,14 @@ def valid_manifests() -> list[Path]:
 class Servers:
     real: str  # kubeconfig of kube-apiserver, with the webhooks
     local: str  # kubeconfig of the local API server
+    # each server's client, for what is only setting the scene (a kubectl run per namespace
+    # would be most of the module's time)
+    clients: dict[str, client.ApiClient] = field(default_factory=dict)
+
+    def core(self, server: str) -> client.CoreV1Api:
+        if server not in self.clients:
+            self.clients[server] = config.new_client_from_config(config_file=getattr(self, server))
+        return client.CoreV1Api(self.clients[server])
 
     def kubectl(
         self, server: str, *args: str, input: str | None = None
@@ -80,8 +89,7 @@ class Servers:
         """A fresh namespace of the same name on both servers."""
         name = "corpus-" + secrets.token_hex(4)
         for server in ("real", "local"):
-            made = self.kubectl(server, "create", "namespace", name)
-            assert made.returncode == 0, made.stderr
+            self.core(server).create_namespace({"metadata": {"name": name}})
         return name
 
 
@@ -104,7 +112,12 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
     try:
         webhook.start()
         with localapiserver.running(tmp_path_factory.mktemp("corpus-local")) as local:
-            yield Servers(real=plane.kubeconfig, local=local)
+            servers = Servers(real=plane.kubeconfig, local=local)
+            try:
+                yield servers
+            finally:
+                for api in servers.clients.values():
+                    api.close()
     finally:
         webhook.stop()
         plane.stop()
@@ -210,8 +223,8 @@ def written(servers: Servers, server: str, obj: dict[str, Any]) -> subprocess.Co
 def comparable(obj: dict[str, Any]) -> dict[str, Any]:
     """A stored object without what each server sets its own way: server-owned metadata, a
     generated name's suffix, and the time each server stamped on a TrainJob's patches."""
-    for field in SERVER_OWNED:
-        obj["metadata"].pop(field, None)
+    for owned in SERVER_OWNED:
+        obj["metadata"].pop(owned, None)
     if "generateName" in obj["metadata"]:
         obj["metadata"]["name"] = obj["metadata"]["generateName"] + "<generated>"
     for patch in (obj.get("spec") or {}).get("runtimePatches") or []:
