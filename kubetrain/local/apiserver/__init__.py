@@ -11,7 +11,10 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``fielderrors`` 422 causes in the words of kube's ``field.Error``
 - ``schema``     a structural schema applied to an object: pruning, defaulting, validation
 - ``crdvalidation`` the checks on a CRD before it is served, and its versions' questions
-- ``tables``     ``meta.k8s.io/v1`` Table responses: built-in columns and CRD printer columns
+- ``tablecolumns`` what every Table has: column definitions, NAME and AGE, kube's ages
+- ``jsonpath``   the JSONPath subset of CRD printer columns
+- ``printers``   the built-in printers of ``kubectl get`` (kube's printers.go)
+- ``tables``     ``meta.k8s.io/v1`` Table responses: built-in, CRD printer columns, default
 - ``openapi``    the OpenAPI v2 and v3 documents kubectl reads
 - ``store``      SQLite (WAL) or in-memory storage: one resourceVersion sequence, the event log
 - ``watch``      watch fan-out and resume from a resourceVersion; 410 Gone after compaction

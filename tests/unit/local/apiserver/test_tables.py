@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from kubetrain.local.apiserver import tables
+from kubetrain.local.apiserver import jsonpath, tablecolumns, tables
 
 NOW = datetime(2024, 5, 10, 12, 0, 0, tzinfo=timezone.utc)
 CRDS = {crd["spec"]["names"]["kind"]: crd for crd in api.crds()}
@@ -55,7 +55,7 @@ DURATIONS = [
     ("seconds", "expected"), [c[1:] for c in DURATIONS], ids=[c[0] for c in DURATIONS]
 )
 def test_human_duration(seconds: float, expected: str) -> None:
-    assert tables.human_duration(seconds) == expected
+    assert tablecolumns.human_duration(seconds) == expected
 
 
 DOC = {
@@ -82,12 +82,12 @@ JSONPATHS = [
     ("expr", "expected"), [c[1:] for c in JSONPATHS], ids=[c[0] for c in JSONPATHS]
 )
 def test_jsonpath(expr: str, expected: list[Any]) -> None:
-    assert tables.jsonpath(DOC, expr) == expected
+    assert jsonpath.jsonpath(DOC, expr) == expected
 
 
 def test_jsonpath_refuses_filters() -> None:
     with pytest.raises(ValueError, match="unsupported JSONPath"):
-        tables.jsonpath(DOC, ".spec.items[?(@.b==1)]")
+        jsonpath.jsonpath(DOC, ".spec.items[?(@.b==1)]")
 
 
 def pod(
