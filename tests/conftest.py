@@ -1,11 +1,19 @@
-"""Session-wide reporting: one line at the end of a run whose tests meant for a real
-kube-apiserver could not run on one, saying what to set."""
+"""The suite's one fixtures plugin (tests/fixtures: environment, servers and clients, CRDs),
+registered here for every directory, and session-wide reporting: one line at the end of a run
+whose tests meant for a real kube-apiserver could not run on one, saying what to set."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests import realcluster
+
+pytest_plugins = [
+    "tests.fixtures.environment",
+    "tests.fixtures.cluster",
+    "tests.fixtures.crds",
+    "tests.fixtures.operator",
+]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

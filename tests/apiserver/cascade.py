@@ -1,6 +1,6 @@
 """Helpers for the cascading-deletion tests (garbage collection and namespace deletion),
-written with kubetrain's async client: object builders with ownerReferences, a
-wait-for-condition with a deadline, and a throwaway CRD so custom resources are covered too.
+written with kubetrain's async client: object builders with ownerReferences and ways to
+wait on them (the throwaway CRD and the waits themselves are tests.fixtures').
 """
 
 from __future__ import annotations
@@ -8,10 +8,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from kubetrain import kube
+from tests.fixtures.waits import eventually
 
 T = TypeVar("T")
 
@@ -20,15 +21,7 @@ NAMESPACES = kube.resource.NAMESPACES
 PRIORITY_CLASSES = kube.Resource(
     "scheduling.k8s.io", "v1", "priorityclasses", namespaced=False, kind="PriorityClass"
 )
-CRDS = kube.Resource(
-    "apiextensions.k8s.io",
-    "v1",
-    "customresourcedefinitions",
-    namespaced=False,
-    kind="CustomResourceDefinition",
-)
 HOLD = "example.com/hold"  # a finalizer nothing removes but the test itself
-DEADLINE = 30.0
 # kube's garbage collector learns a new resource from discovery, which it resyncs every 30 s,
 # and retries with back-off what it could not resolve until then: about a minute at worst
 NEW_RESOURCE_DEADLINE = 120.0
@@ -41,22 +34,6 @@ def run(coro: Awaitable[T]) -> T:
         return await coro
 
     return asyncio.run(main(), debug=True)
-
-
-async def eventually(
-    check: Callable[[], Awaitable[T]], what: str, *, timeout: float = DEADLINE
-) -> T:
-    """Poll ``check`` until it returns something truthy; fail naming ``what`` after
-    ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"within {timeout:.0f}s: {what}")
-        await asyncio.sleep(0.05)
 
 
 def ref(owner: dict[str, Any], *, block: bool | None = None, uid: str | None = None) -> dict:
@@ -150,51 +127,12 @@ async def new_namespace(client: kube.Client, prefix: str = "kt-") -> str:
     return name
 
 
-async def create_widget_crd(client: kube.Client) -> kube.Resource:
-    """A namespaced CRD of a fresh group, served once this returns."""
-    group = f"kt{secrets.token_hex(3)}.example.com"
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-    await client.create(CRDS, crd)
-
-    async def served() -> kube.Resource | None:
-        return (await client.discover(refresh=True)).find(group, "widgets", "v1")
-
-    return await eventually(served, f"widgets.{group} is served")
-
-
-async def delete_crd(client: kube.Client, resource: kube.Resource) -> None:
-    with contextlib.suppress(kube.NotFound):
-        await client.delete(CRDS, f"{resource.plural}.{resource.group}")
-
-
 def widget(
     resource: kube.Resource, name: str, *owners: dict[str, Any], finalizers: list[str] | None = None
 ) -> dict[str, Any]:
     body = configmap(name, *owners, finalizers=finalizers)
     del body["data"]
-    return {**body, "apiVersion": resource.api_version, "kind": "Widget", "spec": {"size": 1}}
+    return {**body, "apiVersion": resource.api_version, "kind": "Widget", "spec": {"replicas": 1}}
 
 
 async def wait_collected(client: kube.Client, resource: kube.Resource) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.apiserver.conftest import Kubectl
+from tests.fixtures.cluster import Kubectl
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 # etcd's default --max-request-bytes: the largest object kube-apiserver can store

@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -32,8 +32,6 @@ from tests.apiserver.cascade import (
     PRIORITY_CLASSES,
     configmap,
     create,
-    create_widget_crd,
-    delete_crd,
     eventually,
     fetch,
     new_namespace,
@@ -270,28 +268,16 @@ async def _with_client(kubeconfig: str, scenario: Scenario, namespace: str) -> N
 
 
 @pytest.fixture(scope="module")
-def widgets(kubeconfig: str) -> Iterator[kube.Resource]:
-    """A new CRD, once the garbage collector collects its objects (kube's learns of it within
-    about a minute): the scenarios test collection, not that delay."""
+def widgets(kubeconfig: str, widgets: kube.Resource) -> kube.Resource:
+    """The module's CRD, once the garbage collector collects its objects (kube's learns of it
+    within about a minute): the scenarios test collection, not that delay."""
 
-    async def make() -> kube.Resource:
+    async def collected() -> None:
         async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            return await create_widget_crd(client)
+            await wait_collected(client, widgets)
 
-    async def collected(resource: kube.Resource) -> None:
-        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            await wait_collected(client, resource)
-
-    async def remove(resource: kube.Resource) -> None:
-        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            await delete_crd(client, resource)
-
-    resource = run(make())
-    try:
-        run(collected(resource))
-        yield resource
-    finally:
-        run(remove(resource))
+    run(collected())
+    return widgets
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS.keys())

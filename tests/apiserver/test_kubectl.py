@@ -13,7 +13,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver.conftest import Kubectl, wait_for
+from tests.fixtures.cluster import Kubectl
+from tests.fixtures.waits import wait_for
 
 CONFIGMAP = """\
 apiVersion: v1

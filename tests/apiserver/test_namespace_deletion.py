@@ -9,7 +9,7 @@ very same ones with kubetrain's own namespace controller doing the work.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -20,8 +20,6 @@ from tests.apiserver.cascade import (
     NAMESPACES,
     configmap,
     create,
-    create_widget_crd,
-    delete_crd,
     fetch,
     new_namespace,
     release,
@@ -113,23 +111,6 @@ SCENARIOS: dict[str, Scenario] = {
 async def _with_client(kubeconfig: str, scenario: Scenario) -> None:
     async with await kube.Client.from_kubeconfig(kubeconfig) as client:
         await scenario(client)
-
-
-@pytest.fixture(scope="module")
-def widgets(kubeconfig: str) -> Iterator[kube.Resource]:
-    async def make() -> kube.Resource:
-        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            return await create_widget_crd(client)
-
-    async def remove(resource: kube.Resource) -> None:
-        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            await delete_crd(client, resource)
-
-    resource = run(make())
-    try:
-        yield resource
-    finally:
-        run(remove(resource))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS.values(), ids=SCENARIOS.keys())

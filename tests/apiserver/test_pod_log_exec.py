@@ -41,7 +41,8 @@ from kubernetes.client.rest import ApiException
 from kubernetes.stream import stream
 
 from kubetrain.local.node import spdy
-from tests.apiserver.conftest import Kubectl, local_only, wait_for
+from tests.fixtures.cluster import Kubectl, local_only
+from tests.fixtures.waits import wait_for
 
 LINES = 5  # lines in every fake container log
 HELD_BACK = 2  # lines a follow gets only once the test releases the log

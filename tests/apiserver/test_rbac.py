@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver.conftest import Kubectl
+from tests.fixtures.cluster import Kubectl
 
 GROUP = "rbac.authorization.k8s.io"
 

@@ -9,14 +9,15 @@ import contextlib
 import json
 import secrets
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver.conftest import REAL, local_only, wait_for
+from kubetrain import kube
+from tests.fixtures.cluster import REAL, local_only
+from tests.fixtures.waits import wait_for
 
 VERSION = "v1"
 JSON = "application/json"
@@ -58,74 +59,11 @@ def call(
 
 
 @pytest.fixture(scope="module")
-def widgets(api_client: client.ApiClient) -> Iterator[tuple[str, str]]:
-    """A CRD of our own (group, plural) with status and scale subresources."""
-    ext = client.ApiextensionsV1Api(api_client)
-    group = f"kt{secrets.token_hex(3)}.example.com"
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"widgets.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {
-                        "status": {},
-                        "scale": {
-                            "specReplicasPath": ".spec.replicas",
-                            "statusReplicasPath": ".status.replicas",
-                        },
-                    },
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {
-                                        "replicas": {"type": "integer", "default": 1},
-                                        "color": {"type": "string", "enum": ["red", "blue"]},
-                                        "free": {
-                                            "type": "object",
-                                            "x-kubernetes-preserve-unknown-fields": True,
-                                        },
-                                    },
-                                },
-                                "status": {
-                                    "type": "object",
-                                    "properties": {
-                                        "replicas": {"type": "integer"},
-                                        "phase": {"type": "string"},
-                                    },
-                                },
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
-    ext.create_custom_resource_definition(crd)
-
-    def established() -> bool:
-        got = ext.read_custom_resource_definition(f"widgets.{group}")
-        return any(
-            c.type == "Established" and c.status == "True" for c in got.status.conditions or []
-        )
-
-    wait_for(established)
-    # discovery may lag establishment a little on a real cluster
-    wait_for(lambda: call(api_client, "GET", f"/apis/{group}/{VERSION}")[0] == 200)
-    try:
-        yield group, "widgets"
-    finally:
-        ext.delete_custom_resource_definition(f"widgets.{group}")
+def widgets(widgets: kube.Resource) -> tuple[str, str]:
+    """The module's CRD (tests.fixtures.crds: status and scale subresources), as (group,
+    plural)."""
+    assert widgets.version == VERSION
+    return widgets.group, widgets.plural
 
 
 def widget(name: str, **spec: Any) -> dict[str, Any]:
@@ -1213,10 +1151,6 @@ def test_invalid_kubetrain_objects_are_422_with_upstream_messages(
 QUOTA_RECOUNT = 120.0  # seconds
 
 
-@pytest.mark.skip(
-    reason="flaky in the full suite on both servers: the quota's used count has once stayed "
-    "unsettled past two minutes; skipped until its cause is found (see the issue notes)"
-)
 def test_quota_status_tracks_what_pods_use(core: client.CoreV1Api, namespace: str) -> None:
     """Admission counts a pod into the quota's status as it is created, and kube's quota
     controller recounts from what it has seen, which may lag: the test waits for the count
@@ -1225,6 +1159,12 @@ def test_quota_status_tracks_what_pods_use(core: client.CoreV1Api, namespace: st
         namespace,
         {"metadata": {"name": "q"}, "spec": {"hard": {"pods": "5", "requests.cpu": "2"}}},
     )
+
+    def status() -> Any:
+        return core.read_namespaced_resource_quota("q", namespace).status
+
+    # kube's admission counts a pod only into a quota whose status its controller has filled
+    wait_for(lambda: status() and status().hard, what="the quota's status.hard")
     spec = {
         "schedulerName": NO_SCHEDULER,  # pending: no node runs them (or fails them)
         "containers": [
@@ -1234,15 +1174,21 @@ def test_quota_status_tracks_what_pods_use(core: client.CoreV1Api, namespace: st
     core.create_namespaced_pod(namespace, {"metadata": {"name": "p1"}, "spec": spec})
     core.create_namespaced_pod(namespace, {"metadata": {"name": "p2"}, "spec": spec})
 
-    def used() -> dict | None:
-        status = core.read_namespaced_resource_quota("q", namespace).status
-        return status.used if status and status.used else None
+    def settles(expected: dict[str, str]) -> None:
+        # kube-controller-manager's recount comes when its quota controller gets to it,
+        # which on 2 busy cores has taken over half a minute
+        try:
+            wait_for(lambda: status().used == expected, timeout=QUOTA_RECOUNT)
+        except pytest.fail.Exception:
+            pods = [
+                (p.metadata.name, p.status.phase, p.metadata.deletion_timestamp)
+                for p in core.list_namespaced_pod(namespace).items
+            ]
+            pytest.fail(f"used {status().used}, not {expected}, with the pods {pods}")
 
-    # kube-controller-manager's recount comes when its quota controller gets to it, which on
-    # 2 busy cores has taken over half a minute
-    wait_for(lambda: used() == {"pods": "2", "requests.cpu": "1"}, timeout=QUOTA_RECOUNT)
+    settles({"pods": "2", "requests.cpu": "1"})
     core.delete_namespaced_pod("p1", namespace)
-    wait_for(lambda: used() == {"pods": "1", "requests.cpu": "500m"}, timeout=QUOTA_RECOUNT)
+    settles({"pods": "1", "requests.cpu": "500m"})
 
 
 def test_limit_range_defaults_apply_to_new_pods(core: client.CoreV1Api, namespace: str) -> None:

@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver.conftest import Kubectl
+from tests.fixtures.cluster import Kubectl
 
 MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 VOLUME_NAME = re.compile(r"kube-api-access-[a-z0-9]{5}")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.apiserver.conftest import Kubectl
+from tests.fixtures.cluster import Kubectl
 
 RUNTIMES = Path(__file__).resolve().parents[2] / "deploy" / "runtimes"
 FILES = sorted(p.name for p in RUNTIMES.glob("torchtune_*.yaml"))

@@ -14,7 +14,7 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver.conftest import LOCAL
+from tests.fixtures.cluster import LOCAL
 
 LIVE_TIMEOUT = 30  # seconds: the watch the live-events test opens ends after this
 

@@ -36,21 +36,20 @@ import pytest
 from kubetrain import kube
 from kubetrain.local.node import runtime
 from tests import localapiserver, processes
-from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually, run
 from tests.e2e import realplane
-from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
+from tests.fixtures import cluster
 
-# Found by name: clients and a fresh namespace per test, on the ``kubeconfig`` defined here.
-_hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
-api_client = api_fixtures.api_client
-core = api_fixtures.core
-namespace = api_fixtures.namespace
+# This directory's ``kubeconfig`` names planes of its own (below), so the session-scoped
+# clients built on it are fixtures of this conftest: the suite's, cached for the session,
+# serve the suite's own servers. The namespace and the environment are the suite's.
+api_client = cluster.api_client
+core = cluster.core
 real_cluster = realplane.real_cluster
-local_only = api_fixtures.local_only  # local_only(plane, why): skips on the real plane
+local_only = cluster.local_only  # local_only(plane, why): skips on the real plane
 
-LOCAL = api_fixtures.LOCAL
-REAL = api_fixtures.REAL
+LOCAL = cluster.LOCAL
+REAL = cluster.REAL
 PLANES = (LOCAL, REAL)
 
 START_TIMEOUT = 60.0

@@ -28,8 +28,6 @@ import pytest
 from kubetrain import kube
 from kubetrain.operator.trainjob import kinds
 from tests.apiserver.cascade import run
-from tests.apiserver.conftest import Kubectl
-from tests.apiserver.conftest import kubectl as kubectl  # a fixture, found by name
 from tests.e2e.conftest import LOCAL, local_only
 from tests.e2e.trainjob_fixtures import (
     ANCESTOR,
@@ -45,6 +43,11 @@ from tests.e2e.trainjob_fixtures import (
     wait_job,
     wait_log,
 )
+from tests.fixtures.cluster import Kubectl
+
+# kubectl bound to this directory's planes: a fixture of this module, not the suite's
+# session-cached one, which serves the suite's own servers
+from tests.fixtures.cluster import kubectl as kubectl
 
 TRAIN_DDP = str(REPOSITORY / "examples" / "pytorch" / "train_ddp.py")
 TRAIN_ELASTIC = str(REPOSITORY / "examples" / "pytorch" / "elastic" / "train_elastic.py")

@@ -22,7 +22,7 @@ of a valid object (the generated body's other fields stay). Both positive and ne
 (schema-violating, from schemathesis's negative mode) are sent; the budget is fixed
 (``EXAMPLES`` per operation, derandomized), times ``$KUBETRAIN_FUZZ_SCALE``.
 
-The target is the session's API server (tests/apiserver/conftest.py); a group-version the
+The target is the session's API server (tests/fixtures/cluster.py); a group-version the
 target does not serve is skipped. Requests go through schemathesis's own transport (requests),
 with the kubeconfig's CA, token or client certificate.
 """

@@ -1,5 +1,5 @@
 """Fixtures for the command line's tests: the real ``kubetrain`` binary run as a subprocess
-against the session's API server (tests/apiserver/conftest.py), and a stand-in for the
+against the session's API server (tests/fixtures), and a stand-in for the
 operator and the node.
 
 The operator and the node agent are not part of these tests: a test does what they would do
@@ -25,17 +25,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.apiserver import conftest as api_fixtures
 from tests.apiserver import test_pod_log_exec as fake_nodes
 
-# Found by name: the session's API server, clients and a fresh namespace per test; the fake
-# node (module-scoped) and its Node object.
-_hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
-kubeconfig = api_fixtures.kubeconfig
-api_client = api_fixtures.api_client
-core = api_fixtures.core
-custom = api_fixtures.custom
-namespace = api_fixtures.namespace
+# Found by name: the fake node (module-scoped) and its Node object.
 local_home = fake_nodes.local_home
 fake_node = fake_nodes.fake_node
 node = fake_nodes.node

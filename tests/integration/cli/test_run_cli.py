@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver.conftest import wait_for
 from tests.apiserver.test_pod_log_exec import FakeNode
+from tests.fixtures.waits import wait_for
 from tests.integration.cli.conftest import CLI_TIMEOUT, Operator, Spawn, pytorchjob, stamp
 
 JobFile = Callable[[dict[str, Any]], str]

@@ -15,7 +15,7 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.apiserver.conftest import wait_for
+from tests.fixtures.waits import wait_for
 from tests.integration.cli.conftest import Cli, Operator, Spawn, pytorchjob, stamp
 from tests.integration.cli.test_run_cli import exists
 

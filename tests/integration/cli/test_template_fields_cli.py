@@ -13,11 +13,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from tests.apiserver import conftest as api_fixtures
-from tests.apiserver.conftest import Kubectl
+from tests.fixtures.cluster import Kubectl
 from tests.integration.cli.conftest import Cli, pytorchjob
-
-kubectl = api_fixtures.kubectl  # the real kubectl against the session's API server
 
 JobFile = Callable[[dict[str, Any]], str]
 FIELD = "spec.pytorchReplicaSpecs[Worker].template.spec.containers[0].comand"

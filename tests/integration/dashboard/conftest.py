@@ -23,18 +23,10 @@ import pytest
 
 from kubetrain import _aio, kube
 from kubetrain.dashboard import access, server
-from tests.apiserver import conftest as api_fixtures
 from tests.apiserver import test_pod_log_exec as fake_nodes
-from tests.realcluster import real_control_plane  # noqa: F401  (a fixture, found by name)
+from tests.fixtures import cluster
 
-# Found by name: the session's API server, its clients, a namespace per test, the fake node.
-_hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
-kubeconfig = api_fixtures.kubeconfig
-api_client = api_fixtures.api_client
-core = api_fixtures.core
-namespace = api_fixtures.namespace
-target = api_fixtures.target
-real_admission = api_fixtures.real_admission
+# Found by name: the fake node (module-scoped) and its Node object.
 local_home = fake_nodes.local_home
 fake_node = fake_nodes.fake_node
 node = fake_nodes.node
@@ -46,7 +38,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """The server's tests on both servers, as the API tests run (where a real one can
     start); the command's mistakes need one."""
     if metafunc.module.__name__.endswith(".test_server"):
-        api_fixtures.pytest_generate_tests(metafunc)
+        cluster.parametrize_targets(metafunc)
 
 
 EVENT_TIMEOUT = 20.0  # seconds to wait for the next server-sent event

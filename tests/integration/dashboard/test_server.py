@@ -15,9 +15,9 @@ from kubetrain import kube
 from kubetrain.cli import jobkinds
 from kubetrain.dashboard import access, curves
 from kubetrain.kube import resource
-from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually, run
 from tests.apiserver.test_pod_log_exec import FakeNode
+from tests.fixtures import cluster
 from tests.integration.dashboard.conftest import TOKEN, Dashboard, dashboard
 from tests.integration.operator.trainjob_fixtures import builtin_runtime
 
@@ -481,7 +481,7 @@ def kubeconfig_of(admin: str, token: str, path: Path) -> str:
 def test_a_user_sees_only_what_they_may_and_cannot_act_beyond_it(
     kubeconfig: str, namespace: str, target: str, tmp_path: Path
 ) -> None:
-    if target == api_fixtures.LOCAL:
+    if target == cluster.LOCAL:
         pytest.skip("kube-apiserver only: the local control plane enforces no RBAC")
 
     async def scene() -> str:

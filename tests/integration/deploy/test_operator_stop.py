@@ -15,7 +15,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from kubetrain.operator.runtime import manager
-from tests.apiserver.conftest import wait_for
+from tests.fixtures.waits import wait_for
 from tests.unit.deploy.manifests import OPERATOR, load
 
 STOP_TIMEOUT = 20.0

@@ -1,5 +1,5 @@
 """Fixtures for the node agent's integration tests: the session's local control plane (from
-tests/apiserver/conftest.py), and a node agent run in-process beside it with short back-off
+tests/fixtures), and a node agent run in-process beside it with short back-off
 timings and a temporary root.
 
 Pods are created with ``spec.nodeName`` set (no scheduler needed) and run for real, as
@@ -29,17 +29,7 @@ from kubernetes.client.rest import ApiException
 from kubetrain import kube
 from kubetrain.kube import watch
 from kubetrain.local.node import agent, runtime, settings
-from tests.apiserver import conftest as api_fixtures
-from tests.apiserver.conftest import wait_for
-
-# The session's API server, clients, kubectl and per-test namespaces, shared with
-# tests/apiserver (fixtures are found by name in this module).
-_hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
-kubeconfig = api_fixtures.kubeconfig
-api_client = api_fixtures.api_client
-core = api_fixtures.core
-kubectl = api_fixtures.kubectl
-namespace = api_fixtures.namespace
+from tests.fixtures.waits import wait_for
 
 START_TIMEOUT = 60.0
 BACKOFF_INITIAL = 0.25

@@ -30,7 +30,6 @@ from tests.apiserver.cascade import (
     NAMESPACES,
     configmap,
     create,
-    create_widget_crd,
     eventually,
     fetch,
     new_namespace,
@@ -128,15 +127,6 @@ def in_fresh_namespace(
             await wait_gone(client, None, ns, NAMESPACES)  # the namespace controller's work too
 
     return body
-
-
-@pytest.fixture(scope="module")
-def widgets(kubeconfig: str) -> kube.Resource:
-    async def make() -> kube.Resource:
-        async with await kube.Client.from_kubeconfig(kubeconfig) as client:
-            return await create_widget_crd(client)
-
-    return run(make())
 
 
 @pytest.mark.parametrize("scenario", test_gc.SCENARIOS.values(), ids=test_gc.SCENARIOS.keys())

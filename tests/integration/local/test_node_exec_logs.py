@@ -11,8 +11,8 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.stream import stream
 
-from tests.apiserver.conftest import Kubectl
 from tests.apiserver.test_pod_log_exec import Output
+from tests.fixtures.cluster import Kubectl
 from tests.integration.local.conftest import (
     Node,
     container,

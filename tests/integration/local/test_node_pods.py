@@ -12,7 +12,7 @@ from typing import Any
 
 from kubernetes import client
 
-from tests.apiserver.conftest import Kubectl
+from tests.fixtures.cluster import Kubectl
 from tests.integration.local.conftest import (
     BACKOFF_INITIAL,
     Node,

@@ -21,7 +21,8 @@ from kubernetes.client.rest import ApiException
 
 from kubetrain import api
 from kubetrain.cli import jobkinds, main
-from tests.apiserver.conftest import Kubectl, wait_for
+from tests.fixtures.cluster import Kubectl
+from tests.fixtures.waits import wait_for
 from tests.integration.local.conftest import (
     Node,
     container,

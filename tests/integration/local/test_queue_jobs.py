@@ -35,7 +35,6 @@ import pytest
 from kubernetes import client as k8s
 
 from kubetrain import _aio, kube
-from kubetrain.kube import watch
 from kubetrain.local.scheduler import scheduler
 from kubetrain.operator.jobs import setup as job_setup
 from kubetrain.operator.jobs.settings import Settings as JobSettings
@@ -43,6 +42,7 @@ from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import kinds
 from kubetrain.operator.trainjob import setup as trainjob_setup
 from tests.apiserver.cascade import PRIORITY_CLASSES, eventually, run
+from tests.fixtures.operator import FAST_WATCH
 from tests.integration.local.conftest import Node, local_only, node_settings, running_node
 
 PODS = kube.resource.PODS
@@ -54,7 +54,6 @@ NODE_KEY = "queue-jobs-test.kubetrain.io/node"
 ANCESTOR = "trainer.kubeflow.org/trainjob-ancestor-step"
 TEST_TAINT = {"key": "kubetrain.io/test-node", "operator": "Exists", "effect": "NoSchedule"}
 WAIT = 90.0  # seconds for a job to get somewhere: pods start as real processes
-FAST_WATCH = watch.Settings(timeout_seconds=60, inactivity=30.0, backoff_initial=0.05)
 
 
 @pytest.fixture(scope="module")

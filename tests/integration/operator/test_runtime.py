@@ -26,7 +26,7 @@ from kubetrain.kube import record as events
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.runtime.controller import Key, Result
 from tests.apiserver.cascade import eventually, fetch, run
-from tests.integration.operator.conftest import FAST_WATCH
+from tests.fixtures.operator import FAST_WATCH
 
 CONFIGMAPS = kube.resource.CONFIGMAPS
 LABEL = "kubetrain.test/mirror"

@@ -13,8 +13,7 @@ from typing import Any
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import kinds
 from tests.apiserver.cascade import eventually, run
-from tests.apiserver.conftest import Kubectl
-from tests.apiserver.conftest import kubectl as kubectl  # a fixture, found by name
+from tests.fixtures.cluster import Kubectl
 from tests.integration.operator.trainjob_fixtures import (
     ANCESTOR,
     builtin_runtime,

@@ -26,18 +26,8 @@ from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import kinds
 from kubetrain.operator.trainjob import setup as trainjob_setup
 from kubetrain.sdk import KubernetesBackendConfig, TrainerClient, TrainingClient
-from tests.apiserver import conftest as api_fixtures
 from tests.apiserver.cascade import eventually
-from tests.integration.operator import conftest as operator_fixtures
 from tests.integration.operator import trainjob_fixtures
-
-# Found by name: the session's API server, its clients, a namespace per test, manager settings.
-_hide_developer_kubeconfig = api_fixtures._hide_developer_kubeconfig
-kubeconfig = api_fixtures.kubeconfig
-api_client = api_fixtures.api_client
-core = api_fixtures.core
-namespace = api_fixtures.namespace
-manager_settings = operator_fixtures.manager_settings
 
 T = TypeVar("T")
 START_TIMEOUT = 30.0

@@ -25,7 +25,7 @@ from kubetrain.sdk import (
     TrainerClient,
     WaitTimeout,
 )
-from tests.apiserver.conftest import wait_for
+from tests.fixtures.waits import wait_for
 from tests.integration.operator import trainjob_fixtures
 from tests.integration.sdk.conftest import Cluster, training_runtime
 

@@ -10,7 +10,7 @@ import pytest
 
 from kubetrain import kube
 from kubetrain.sdk import InvalidTrainer, JobFailedError, NotFoundError, TrainingClient
-from tests.apiserver.conftest import wait_for
+from tests.fixtures.waits import wait_for
 from tests.integration.sdk.conftest import Cluster
 
 LEARNING_RATE = 0.1
