@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain import accessors
 from kubetrain.api import _fielderrors as fe
 from kubetrain.api import _podtemplate
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
@@ -203,14 +204,6 @@ class ReplicatedJob:
         return next((c for c in self.containers if c.get("name") == name), None)
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _labels(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
@@ -232,15 +225,15 @@ def replicated_jobs(runtime: Runtime) -> list[ReplicatedJob]:
 
 
 def _read_job(index: int, raw: dict[str, Any]) -> ReplicatedJob:
-    pod_template = _dig(raw, "template", "spec", "template")
+    pod_template = accessors.dig(raw, "template", "spec", "template")
     name = raw.get("name")
     return ReplicatedJob(
         index=index,
         path=TEMPLATE_JOBS_PATH.index(index),
         name=name if isinstance(name, str) else None,
         replicas=raw.get("replicas", 1),
-        job_labels=_labels(_dig(raw, "template", "metadata", "labels")),
-        pod_labels=_labels(_dig(pod_template, "metadata", "labels")),
+        job_labels=_labels(accessors.dig(raw, "template", "metadata", "labels")),
+        pod_labels=_labels(accessors.dig(pod_template, "metadata", "labels")),
         pod_template=pod_template,
         containers=_podtemplate.containers(pod_template),
         init_containers=_podtemplate.containers(pod_template, "initContainers"),
@@ -448,7 +441,7 @@ def _replicated_job_shape_errors(item: Any, path: Path) -> list[FieldError]:
     metadata = template.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         errors.append(fe.invalid(str(tpath.child("metadata")), "object", "must be an object"))
-    labels = _dig(template, "metadata", "labels")
+    labels = accessors.dig(template, "metadata", "labels")
     if labels is not None and not isinstance(labels, dict):
         errors.append(fe.invalid(str(tpath.child("metadata", "labels")), "object", "must be a map"))
     job_spec = template.get("spec")

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import accessors, kube
 from kubetrain.cli import jobkinds
 from kubetrain.cli.errors import UserError
 from kubetrain.kube import resource, watch
@@ -22,12 +22,10 @@ EVENTS = kube.Resource("", "v1", "events", kind="Event")
 NODES = kube.Resource("", "v1", "nodes", namespaced=False, kind="Node")
 
 
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+name_of = accessors.name_of  # one home: kubetrain.accessors
 
 
-def namespace_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("namespace") or "")
+namespace_of = accessors.namespace_of
 
 
 def ref_of(job: Mapping[str, Any]) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kubetrain import accessors
 from kubetrain.cli import durations, jobkinds
 
 PENDING = "Pending"
@@ -144,7 +145,7 @@ def _trainjob_underway(job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
     statuses = _jobs_status(job)
     ended = any(_int(s.get("succeeded")) > 0 for s in statuses)
     if pods is not None:  # a Job's active pods may still be Pending: the pods themselves tell
-        started = any(_phase(p) in (RUNNING, SUCCEEDED, FAILED) for p in pods)
+        started = any(accessors.phase(p) in (RUNNING, SUCCEEDED, FAILED) for p in pods)
         started = started or any(_int(s.get("ready")) > 0 for s in statuses)
     else:
         started = any(_int(s.get("active")) > 0 for s in statuses)
@@ -251,11 +252,6 @@ def _status(job: Mapping[str, Any]) -> Mapping[str, Any]:
 def _jobs_status(job: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     found = _status(job).get("jobsStatus")
     return [s for s in found or [] if isinstance(s, Mapping)]
-
-
-def _phase(pod: Mapping[str, Any]) -> str:
-    status = pod.get("status")
-    return str(status.get("phase") or "") if isinstance(status, Mapping) else ""
 
 
 def _int(value: Any) -> int:

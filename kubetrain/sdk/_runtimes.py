@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubetrain import accessors
+
 FRAMEWORK_LABEL: Final = "trainer.kubeflow.org/framework"
 ANCESTOR_LABEL: Final = "trainer.kubeflow.org/trainjob-ancestor-step"
 TRAINER_ANCESTOR: Final = "trainer"
@@ -47,9 +49,4 @@ def framework_of(runtime: Mapping[str, Any]) -> str:
     return str(dig(runtime, "metadata", "labels", FRAMEWORK_LABEL) or "")
 
 
-def dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
+dig = accessors.dig  # one home: kubetrain.accessors

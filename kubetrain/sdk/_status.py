@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from kubetrain import api, timefmt
+from kubetrain import accessors, api, timefmt
 from kubetrain.sdk import _runtimes, _types
 
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
@@ -46,16 +46,10 @@ STATUSES: Final = (CREATED, RUNNING, COMPLETE, FAILED)
 UNKNOWN: Final = "Unknown"
 
 
-def dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
+dig = accessors.dig  # one home: kubetrain.accessors
 
 
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(dig(obj, "metadata", "name") or "")
+name_of = accessors.name_of
 
 
 def parse_time(text: Any) -> datetime | None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain import api
+from kubetrain import accessors, api
 
 PORT = 29500
 COMPLETION_INDEX_FIELD_PATH = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
@@ -70,27 +70,19 @@ def replicated_jobs(runtime: api.Runtime) -> list[Mapping[str, Any]]:
     return [j for j in items if isinstance(j, Mapping) and isinstance(j.get("name"), str)]
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def ancestor(rjob: Mapping[str, Any]) -> str | None:
     """The ancestor step a replicated job is labelled with, on its Job template."""
-    value = _dig(rjob, "template", "metadata", "labels", api.ANCESTOR_LABEL)
+    value = accessors.dig(rjob, "template", "metadata", "labels", api.ANCESTOR_LABEL)
     return value if isinstance(value, str) else None
 
 
 def containers(rjob: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    items = _dig(rjob, "template", "spec", "template", "spec", "containers")
+    items = accessors.dig(rjob, "template", "spec", "template", "spec", "containers")
     return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
 
 
 def init_containers(rjob: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    items = _dig(rjob, "template", "spec", "template", "spec", "initContainers")
+    items = accessors.dig(rjob, "template", "spec", "template", "spec", "initContainers")
     return [c for c in items if isinstance(c, Mapping)] if isinstance(items, list) else []
 
 
@@ -134,7 +126,7 @@ def runtime_pod_counts(runtime: api.Runtime) -> dict[str, int]:
     policy = ml_policy(runtime)
     counts: dict[str, int] = {}
     for rjob in replicated_jobs(runtime):
-        count = max(_int(_dig(rjob, "template", "spec", "parallelism"), 1), 1)
+        count = max(_int(accessors.dig(rjob, "template", "spec", "parallelism"), 1), 1)
         if ancestor(rjob) == api.TRAINER_ANCESTOR and policy is not None:
             count = runtime_num_nodes(runtime)
         counts[rjob["name"]] = count
@@ -155,7 +147,7 @@ def pod_counts(job: api.TrainJob, runtime: api.Runtime) -> dict[str, int]:
 
 def subdomain(job: api.TrainJob, runtime: api.Runtime) -> str:
     """The pods' subdomain, which is also the headless Service's name."""
-    value = _dig(jobset_spec(runtime), "network", "subdomain")
+    value = accessors.dig(jobset_spec(runtime), "network", "subdomain")
     return value if isinstance(value, str) and value else job_name(job)
 
 

@@ -14,15 +14,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from kubetrain import accessors
 from kubetrain.local.apiserver import tablecolumns
 
 Obj = dict[str, Any]
 Row = tablecolumns.Row
-
-
-def _meta(obj: Obj) -> Obj:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _sub(obj: Any, *keys: str) -> Any:
@@ -90,7 +86,7 @@ _POD_FAILED = [
 
 
 def _print_pod(pod: Obj, now: datetime) -> Row:
-    spec, status, meta = _dict(pod.get("spec")), _dict(pod.get("status")), _meta(pod)
+    spec, status, meta = _dict(pod.get("spec")), _dict(pod.get("status")), accessors.metadata(pod)
     restarts = restartable_restarts = ready = 0
     total = len(_list(spec.get("containers")))
     last_restart: datetime | None = None
@@ -249,7 +245,7 @@ def _external_ip(spec: Obj, status: Obj) -> str:
 
 
 def _print_service(svc: Obj, now: datetime) -> Row:
-    spec, meta = _dict(svc.get("spec")), _meta(svc)
+    spec, meta = _dict(svc.get("spec")), accessors.metadata(svc)
     cluster_ips = _list(spec.get("clusterIPs")) or [spec.get("clusterIP")]
     ports = []
     for port in _list(spec.get("ports")):
@@ -287,7 +283,8 @@ _SERVICE_COLUMNS = [
 
 
 def _print_node(node: Obj, now: datetime) -> Row:
-    spec, status, meta = _dict(node.get("spec")), _dict(node.get("status")), _meta(node)
+    spec, status = _dict(node.get("spec")), _dict(node.get("status"))
+    meta = accessors.metadata(node)
     ready = [c for c in _list(status.get("conditions")) if _sub(c, "type") == "Ready"]
     shown = []
     if ready:
@@ -354,7 +351,7 @@ def _core_event(event: Obj) -> Obj:
     """An ``events.k8s.io/v1`` Event in ``core/v1`` field names, as kube converts it."""
     source = _dict(event.get("deprecatedSource"))
     return {
-        "metadata": _meta(event),
+        "metadata": accessors.metadata(event),
         "involvedObject": _dict(event.get("regarding")),
         "reason": event.get("reason", ""),
         "message": event.get("note", ""),
@@ -371,7 +368,7 @@ def _core_event(event: Obj) -> Obj:
 
 
 def _print_event(event: Obj, now: datetime) -> Row:
-    meta, involved = _meta(event), _dict(event.get("involvedObject"))
+    meta, involved = accessors.metadata(event), _dict(event.get("involvedObject"))
     first = tablecolumns.since(event.get("firstTimestamp"), now)
     if tablecolumns.parse_time(event.get("firstTimestamp")) is None:
         first = tablecolumns.since(event.get("eventTime"), now)
@@ -442,11 +439,11 @@ def _printer(*cells: Callable[[Obj, datetime], Any]) -> Callable[[Obj, datetime]
 
 
 def _name(obj: Obj, now: datetime) -> Any:
-    return _meta(obj).get("name", "")
+    return accessors.metadata(obj).get("name", "")
 
 
 def _age(obj: Obj, now: datetime) -> str:
-    return tablecolumns.since(_meta(obj).get("creationTimestamp"), now)
+    return tablecolumns.since(accessors.metadata(obj).get("creationTimestamp"), now)
 
 
 def _access_modes(modes: Any) -> str:
@@ -462,7 +459,7 @@ def _access_modes(modes: Any) -> str:
 
 
 def _print_pvc(pvc: Obj, now: datetime) -> Row:
-    spec, status, meta = _dict(pvc.get("spec")), _dict(pvc.get("status")), _meta(pvc)
+    spec, status, meta = _dict(pvc.get("spec")), _dict(pvc.get("status")), accessors.metadata(pvc)
     phase = "Terminating" if meta.get("deletionTimestamp") else status.get("phase", "")
     capacity = modes = ""
     if spec.get("volumeName"):
@@ -557,7 +554,7 @@ def _hpa_metrics(specs: list[Any], statuses: list[Any]) -> str:
 
 
 def _print_hpa(hpa: Obj, now: datetime) -> Row:
-    spec, status, meta = _dict(hpa.get("spec")), _dict(hpa.get("status")), _meta(hpa)
+    spec, status, meta = _dict(hpa.get("spec")), _dict(hpa.get("status")), accessors.metadata(hpa)
     ref = _dict(spec.get("scaleTargetRef"))
     minimum = spec.get("minReplicas")
     cells = [
@@ -588,7 +585,7 @@ _HPA_COLUMNS = [
 
 
 def _print_quota(quota: Obj, now: datetime) -> Row:
-    status, meta = _dict(quota.get("status")), _meta(quota)
+    status, meta = _dict(quota.get("status")), accessors.metadata(quota)
     hard, used = _dict(status.get("hard")), _dict(status.get("used"))
     requests, limits = [], []
     for resource in sorted(hard):
@@ -649,7 +646,7 @@ def _print_binding(obj: Obj, now: datetime) -> Row:
         elif kind in by_kind:
             by_kind[kind].append(str(subject.get("name") or ""))
     cells = [
-        _meta(obj).get("name", ""),
+        accessors.metadata(obj).get("name", ""),
         f"{ref.get('kind') or ''}/{ref.get('name') or ''}",
         _age(obj, now),
         ", ".join(by_kind["User"]),

@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from kubetrain import accessors
+
 HEADER: Final = (
     "# Kubernetes-managed hosts file (kubetrain: every pod shares this node's address).\n"
     "127.0.0.1\tlocalhost\n"
@@ -32,11 +34,6 @@ HEADER: Final = (
 )
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, Mapping) else {}
@@ -45,8 +42,8 @@ def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def own_names(pod: Mapping[str, Any], domain: str) -> list[str]:
     """The pod's own names: its FQDN (with a subdomain) first, then its hostname."""
     spec = _spec(pod)
-    namespace = str(_meta(pod).get("namespace") or "")
-    host = str(spec.get("hostname") or _meta(pod).get("name") or "")[:63].rstrip("-.")
+    namespace = str(accessors.metadata(pod).get("namespace") or "")
+    host = str(spec.get("hostname") or accessors.metadata(pod).get("name") or "")[:63].rstrip("-.")
     subdomain = str(spec.get("subdomain") or "")
     if subdomain:
         return [f"{host}.{subdomain}.{namespace}.svc.{domain}", host]
@@ -72,7 +69,7 @@ def hosts_file(
 ) -> str:
     """The full /etc/hosts text for ``pod``; ``services`` and ``pods`` are its namespace's
     (others are ignored)."""
-    namespace = str(_meta(pod).get("namespace") or "")
+    namespace = str(accessors.metadata(pod).get("namespace") or "")
     lines = [HEADER, f"{address}\t" + "\t".join(own_names(pod, domain)) + "\n"]
     aliases = [a for a in _spec(pod).get("hostAliases") or [] if isinstance(a, Mapping)]
     if aliases:
@@ -83,17 +80,17 @@ def hosts_file(
                 lines.append(f"{alias['ip']}\t" + "\t".join(names) + "\n")
     seen = set(own_names(pod, domain))
     service_names = sorted(
-        str(_meta(s).get("name") or "")
+        str(accessors.metadata(s).get("name") or "")
         for s in services
-        if _meta(s).get("namespace") == namespace
-        and _meta(s).get("name")
+        if accessors.metadata(s).get("namespace") == namespace
+        and accessors.metadata(s).get("name")
         and _spec(s).get("type") != "ExternalName"
     )
     pod_names = sorted(
         {
             f"{_spec(p).get('hostname')}.{_spec(p).get('subdomain')}"
             for p in pods
-            if _meta(p).get("namespace") == namespace
+            if accessors.metadata(p).get("namespace") == namespace
             and _spec(p).get("hostname")
             and _spec(p).get("subdomain")
         }

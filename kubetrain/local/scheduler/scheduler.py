@@ -67,7 +67,7 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kubetrain import _aio, kube
+from kubetrain import _aio, accessors, kube
 from kubetrain.kube import record, tasks, watch
 from kubetrain.local.scheduler import (
     amounts,
@@ -121,11 +121,6 @@ class Settings:
     watch: watch.Settings = field(default_factory=watch.Settings)
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     spec = obj.get("spec")
     return spec if isinstance(spec, Mapping) else {}
@@ -137,20 +132,16 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("uid") or "")
+    return str(accessors.metadata(obj).get("uid") or "")
 
 
 def _version(obj: Mapping[str, Any]) -> str:
-    return str(_meta(obj).get("resourceVersion") or "")
+    return str(accessors.metadata(obj).get("resourceVersion") or "")
 
 
 def _key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = _meta(obj)
+    meta = accessors.metadata(obj)
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
-
-
-def _phase(pod: Mapping[str, Any]) -> str:
-    return str(_status(pod).get("phase") or "")
 
 
 @dataclass
@@ -178,8 +169,8 @@ class Scheduler:
         self.events = record.Broadcaster(client)
         self._recorders: dict[str, record.Recorder] = {}
         self.pods = _Store(_uid)
-        self.nodes = _Store(lambda n: str(_meta(n).get("name") or ""))
-        self.priority_classes = _Store(lambda c: str(_meta(c).get("name") or ""))
+        self.nodes = _Store(lambda n: str(accessors.metadata(n).get("name") or ""))
+        self.priority_classes = _Store(lambda c: str(accessors.metadata(c).get("name") or ""))
         self.quotas = _Store(_key)
         self.groups: dict[str, _Store] = {}  # by apiVersion, while served
         self.group_resources: dict[str, kube.Resource] = {}
@@ -249,7 +240,7 @@ class Scheduler:
         if self.queues is None and queue_resource is not None:
             subresources = found.subresources.get(queue_resource, frozenset())
             self.queue_status_subresource = "status" in subresources
-            self.queues = _Store(lambda q: str(_meta(q).get("name") or ""))
+            self.queues = _Store(lambda q: str(accessors.metadata(q).get("name") or ""))
 
     def _watch_groups(self, api_version: str) -> None:
         self._tasks.spawn(
@@ -360,7 +351,7 @@ class Scheduler:
                     self._assumed.pop(uid, None)
             return True
         uid = _uid(obj)
-        if kind == watch.DELETED or _meta(obj).get("deletionTimestamp"):
+        if kind == watch.DELETED or accessors.metadata(obj).get("deletionTimestamp"):
             self._evicting.pop(uid, None)
         if kind == watch.DELETED:
             self._assumed.pop(uid, None)
@@ -446,8 +437,8 @@ class Scheduler:
             spec.get("schedulerName") in self.settings.scheduler_names
             and (namespaces is None or _key(pod)[0] in namespaces)
             and not spec.get("schedulingGates")
-            and not _meta(pod).get("deletionTimestamp")
-            and _phase(pod) not in TERMINAL
+            and not accessors.metadata(pod).get("deletionTimestamp")
+            and accessors.phase(pod) not in TERMINAL
         )
 
     def _counted(self, pod: Mapping[str, Any]) -> bool:
@@ -463,7 +454,7 @@ class Scheduler:
         return namespaces is None or _key(obj)[0] in namespaces
 
     def _deleting(self, pod: Mapping[str, Any], now: float) -> bool:
-        if _meta(pod).get("deletionTimestamp"):
+        if accessors.metadata(pod).get("deletionTimestamp"):
             return True
         until = self._evicting.get(_uid(pod))
         return until is not None and until >= now
@@ -499,7 +490,7 @@ class Scheduler:
                 if self._mine(pod):
                     pending.append(pod)
                 continue
-            if _phase(pod) in TERMINAL:
+            if accessors.phase(pod) in TERMINAL:
                 continue
             namespace = _key(pod)[0]
             if node in holding or namespace in quota_namespaces:
@@ -522,7 +513,7 @@ class Scheduler:
                 holding=sum(
                     1
                     for p in members.get(ref, ())
-                    if self._node_of(p, now) is not None and _phase(p) != "Failed"
+                    if self._node_of(p, now) is not None and accessors.phase(p) != "Failed"
                 ),
             )
             for ref in pending_groups
@@ -605,7 +596,7 @@ class Scheduler:
         for obj in objs:
             lately = queues.history_of(obj, now, self.settings.usage_half_life)
             if lately is not None:
-                history[str(_meta(obj).get("name") or "")] = lately
+                history[str(accessors.metadata(obj).get("name") or "")] = lately
         total = amounts.total(n.allocatable for n in nodes)
         known = [queues.Queue.of(q) for q in objs]
         return queues.Fair.build(known, total, allocated, waiting, served=served, history=history)
@@ -1054,7 +1045,7 @@ class Scheduler:
         writes = []
         partial = self.settings.namespaces is not None
         for obj in list(self.queues.objects.values()):
-            name = str(_meta(obj).get("name") or "")
+            name = str(accessors.metadata(obj).get("name") or "")
             if partial and name not in phases and name not in held.allocated:
                 continue
             base = queues.status(_status(obj), phases.get(name, {}), held.allocated.get(name, {}))
@@ -1073,7 +1064,7 @@ class Scheduler:
     async def _write_queue(
         self, obj: Mapping[str, Any], base: dict[str, Any], lately: dict[str, Any]
     ) -> None:
-        name = str(_meta(obj).get("name") or "")
+        name = str(accessors.metadata(obj).get("name") or "")
         wanted = {**base, "fairSharing": lately}
         subresource = "status" if self.queue_status_subresource else None
         try:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubetrain import api, kube
+from kubetrain import accessors, api, kube
 
 PODS: Final = kube.Resource("", "v1", "pods", kind="Pod")
 SERVICES: Final = kube.Resource("", "v1", "services", kind="Service")
@@ -30,27 +30,19 @@ def job_resource(job_class: type[api.JobKind]) -> kube.Resource:
     return kube.Resource("kubeflow.org", "v1", job_class.PLURAL, kind=job_class.KIND)
 
 
-def metadata(obj: Mapping[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, dict) else {}
+metadata = accessors.metadata  # one home: kubetrain.accessors
 
 
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(metadata(obj).get("name") or "")
+name_of = accessors.name_of
 
 
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(metadata(obj).get("uid") or "")
+uid_of = accessors.uid_of
 
 
-def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    labels = metadata(obj).get("labels")
-    return labels if isinstance(labels, dict) else {}
+labels_of = accessors.labels_of
 
 
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    annotations = metadata(obj).get("annotations")
-    return annotations if isinstance(annotations, dict) else {}
+annotations_of = accessors.annotations_of
 
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
@@ -82,9 +74,7 @@ def is_controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
     return ref is not None and ref.get("uid") == uid
 
 
-def phase(pod: Mapping[str, Any]) -> str:
-    status = pod.get("status")
-    return str(status.get("phase") or "") if isinstance(status, dict) else ""
+phase = accessors.phase
 
 
 def _container_statuses(pod: Mapping[str, Any], field: str) -> list[dict[str, Any]]:

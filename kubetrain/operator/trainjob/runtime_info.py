@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kubetrain import api
+from kubetrain import accessors, api
 from kubetrain.frameworks.trainjob import node
 from kubetrain.operator.trainjob import podrequests, strategicmerge
 
@@ -132,14 +132,6 @@ class RuntimeInfo:
         return [j for j in items if isinstance(j, dict)] if isinstance(items, list) else []
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(key)
-    return obj
-
-
 def _ensure(obj: dict[str, Any], *keys: str) -> dict[str, Any]:
     for key in keys:
         value = obj.get(key)
@@ -160,12 +152,12 @@ def ensure_pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
 
 def pod_spec(rjob: dict[str, Any]) -> dict[str, Any]:
     """The replicated job's pod spec, for reading ({} where missing)."""
-    value = _dig(rjob, "template", "spec", "template", "spec")
+    value = accessors.dig(rjob, "template", "spec", "template", "spec")
     return value if isinstance(value, dict) else {}
 
 
 def containers(rjob: dict[str, Any], key: str = "containers") -> list[dict[str, Any]]:
-    items = _dig(rjob, "template", "spec", "template", "spec", key)
+    items = accessors.dig(rjob, "template", "spec", "template", "spec", key)
     return [c for c in items if isinstance(c, dict)] if isinstance(items, list) else []
 
 

@@ -54,7 +54,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubetrain import api
+from kubetrain import accessors, api
 from kubetrain.operator import hostports
 
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
@@ -83,21 +83,14 @@ DEFAULT_RESTART_POLICY: Final = "OnFailure"
 # --- reading the JobSet -------------------------------------------------------------------------
 
 
-def dig(obj: Any, *keys: str) -> Any:
-    """The value under ``keys``, or None where a step is not an object (templates are free-form)."""
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)
-    return obj
+dig = accessors.dig  # one home: kubetrain.accessors
 
 
 def int_or(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(dig(obj, "metadata", "name") or "")
+name_of = accessors.name_of
 
 
 def replicated_jobs(jobset: Mapping[str, Any]) -> list[Mapping[str, Any]]:
