@@ -15,7 +15,8 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``jsonpath``   the JSONPath subset of CRD printer columns
 - ``printers``   the built-in printers of ``kubectl get`` (kube's printers.go)
 - ``tables``     ``meta.k8s.io/v1`` Table responses: built-in, CRD printer columns, default
-- ``openapi``    the OpenAPI v2 and v3 documents kubectl reads
+- ``openapischemas`` the component schemas of the OpenAPI documents, and their names
+- ``openapi``    the OpenAPI v2 and v3 documents kubectl reads: paths, operations, documents
 - ``store``      SQLite (WAL) or in-memory storage: one resourceVersion sequence, the event log
 - ``watch``      watch fan-out and resume from a resourceVersion; 410 Gone after compaction
 - ``resources``  the built-in resource table (group, version, kind, plural, scope, verbs)

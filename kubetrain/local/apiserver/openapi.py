@@ -34,7 +34,10 @@ What kubectl 1.32 does with them (``k8s.io/kubectl/pkg/cmd/util/factory_client_a
   contains exactly that GVK, following ``$ref`` into ``#/components/schemas/...``.
 
 This module owns building those documents from a resource table (:class:`ResourceInfo`)
-and CRDs (their served versions' schemas). Built-in kinds get a permissive schema
+and CRDs (their served versions' schemas): each kind's paths and operations, and the v3 and
+v2 documents that hold them. It is one concept, kept whole: the operations are what kubectl
+reads, and the documents differ only in how they frame them. The component schemas the
+operations refer to are :mod:`openapischemas`'; built-in kinds get a permissive one
 (``x-kubernetes-preserve-unknown-fields``) with apiVersion, kind and metadata. It does no
 I/O; the server serves the documents and their ETags.
 """
@@ -47,7 +50,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.local.apiserver import crdvalidation
+from kubetrain.local.apiserver import crdvalidation, openapischemas
 
 Doc = dict[str, Any]
 
@@ -106,24 +109,6 @@ def crd_resources(crd: dict[str, Any]) -> list[ResourceInfo]:
 
 # --- names -------------------------------------------------------------------------------
 
-_META = "io.k8s.apimachinery.pkg.apis.meta.v1."
-_BUILTIN_PACKAGES = {
-    "": "io.k8s.api.core",
-    "apiextensions.k8s.io": "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions",
-    "apiregistration.k8s.io": "io.k8s.kube-aggregator.pkg.apis.apiregistration",
-}
-
-
-def definition_name(group: str, version: str, kind: str, *, builtin: bool) -> str:
-    """The schema name kube publishes: ``io.k8s.api.core.v1.Pod``,
-    ``io.k8s.api.coordination.v1.Lease``, and for custom resources the reversed group,
-    ``org.kubeflow.v1.PyTorchJob``."""
-    if builtin:
-        package = _BUILTIN_PACKAGES.get(group) or "io.k8s.api." + group.split(".")[0]
-    else:
-        package = ".".join(reversed(group.split(".")))
-    return f"{package}.{version}.{kind}"
-
 
 def _camel(text: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in text.replace("-", ".").split("."))
@@ -142,229 +127,11 @@ def _tag(group: str, version: str) -> str:
     return f"{base[:1].lower()}{base[1:]}_{version}"
 
 
-# --- shared schemas ----------------------------------------------------------------------
-
-_API_VERSION_DOC = (
-    "APIVersion defines the versioned schema of this representation of an object. Servers "
-    "should convert recognized schemas to the latest internal value, and may reject "
-    "unrecognized values. More info: https://git.k8s.io/community/contributors/devel/"
-    "sig-architecture/api-conventions.md#resources"
-)
-_KIND_DOC = (
-    "Kind is a string value representing the REST resource this object represents. Servers "
-    "may infer this from the endpoint the client submits requests to. Cannot be updated. In "
-    "CamelCase. More info: https://git.k8s.io/community/contributors/devel/"
-    "sig-architecture/api-conventions.md#types-kinds"
-)
-_METADATA_DOC = (
-    "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/"
-    "sig-architecture/api-conventions.md#metadata"
-)
-
-
-def _string(description: str = "", **extra: Any) -> Doc:
-    out: Doc = {"type": "string", **extra}
-    if description:
-        out["description"] = description
-    return out
-
-
-def _string_map(description: str) -> Doc:
-    return {"type": "object", "description": description, "additionalProperties": _string()}
-
-
-def _meta_schemas(ref: str) -> dict[str, Doc]:
-    """ObjectMeta and friends, enough for ``kubectl explain <kind>.metadata``."""
-    owner = {
-        "type": "object",
-        "description": "OwnerReference contains enough information to let you identify an "
-        "owning object.",
-        "required": ["apiVersion", "kind", "name", "uid"],
-        "properties": {
-            "apiVersion": _string("API version of the referent."),
-            "kind": _string("Kind of the referent."),
-            "name": _string("Name of the referent."),
-            "uid": _string("UID of the referent."),
-            "controller": {
-                "type": "boolean",
-                "description": "If true, this reference points to the managing controller.",
-            },
-            "blockOwnerDeletion": {
-                "type": "boolean",
-                "description": "If true, the owner "
-                "cannot be deleted from storage until this reference is "
-                "removed.",
-            },
-        },
-        "x-kubernetes-map-type": "atomic",
-    }
-    managed = {
-        "type": "object",
-        "description": "ManagedFieldsEntry is a workflow-id, a FieldSet and the group version "
-        "of the resource that the fieldset applies to.",
-        "properties": {
-            "apiVersion": _string("The version of this resource that this field set applies to."),
-            "fieldsType": _string("The format of the fields field, only FieldsV1."),
-            "fieldsV1": {
-                "type": "object",
-                "description": "The set of fields.",
-                "x-kubernetes-preserve-unknown-fields": True,
-            },
-            "manager": _string("Identifier of the workflow managing these fields."),
-            "operation": _string(
-                "The type of operation which lead to this entry: Apply or Update."
-            ),
-            "subresource": _string("The subresource used to update the object."),
-            "time": _string("When the operation was made.", format="date-time"),
-        },
-    }
-    object_meta = {
-        "type": "object",
-        "description": "ObjectMeta is metadata that all persisted resources must have, which "
-        "includes all objects users must create.",
-        "properties": {
-            "annotations": _string_map(
-                "Annotations is an unstructured key value map stored with a resource."
-            ),
-            "creationTimestamp": _string("When this object was created.", format="date-time"),
-            "deletionGracePeriodSeconds": {
-                "type": "integer",
-                "format": "int64",
-                "description": "Seconds allowed for graceful termination.",
-            },
-            "deletionTimestamp": _string("When this object will be deleted.", format="date-time"),
-            "finalizers": {
-                "type": "array",
-                "items": _string(),
-                "description": "Must be empty before the object is deleted from the registry.",
-                "x-kubernetes-list-type": "set",
-            },
-            "generateName": _string("Optional prefix used to generate a unique name."),
-            "generation": {
-                "type": "integer",
-                "format": "int64",
-                "description": "A sequence number representing a generation of the desired state.",
-            },
-            "labels": _string_map(
-                "Map of string keys and values that can be used to organize and categorize objects."
-            ),
-            "managedFields": {
-                "type": "array",
-                "items": {"$ref": ref + _META + "ManagedFieldsEntry"},
-                "description": "Which workflows manage which fields.",
-            },
-            "name": _string("Name must be unique within a namespace."),
-            "namespace": _string(
-                "Namespace defines the space within which each name must be unique."
-            ),
-            "ownerReferences": {
-                "type": "array",
-                "items": {"$ref": ref + _META + "OwnerReference"},
-                "description": "Objects depended on by this object.",
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["uid"],
-            },
-            "resourceVersion": _string(
-                "An opaque value that represents the internal version of this object."
-            ),
-            "selfLink": _string("Deprecated; not set."),
-            "uid": _string("The unique in time and space value for this object."),
-        },
-    }
-    list_meta = {
-        "type": "object",
-        "description": "ListMeta describes metadata that synthetic resources must have.",
-        "properties": {
-            "continue": _string("Set if the user should retrieve more results from the server."),
-            "remainingItemCount": {
-                "type": "integer",
-                "format": "int64",
-                "description": "The number of subsequent items.",
-            },
-            "resourceVersion": _string("The version of the list."),
-            "selfLink": _string("Deprecated; not set."),
-        },
-    }
-    status = {
-        "type": "object",
-        "description": "Status is a return value for calls that don't return other objects.",
-        "properties": {
-            "apiVersion": _string(_API_VERSION_DOC),
-            "code": {
-                "type": "integer",
-                "format": "int32",
-                "description": "Suggested HTTP return code for this status.",
-            },
-            "details": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-                "description": "Extended data associated with the reason.",
-            },
-            "kind": _string(_KIND_DOC),
-            "message": _string("A human-readable description of the status of this operation."),
-            "metadata": {"$ref": ref + _META + "ListMeta"},
-            "reason": _string(
-                "A machine-readable description of why this operation is in the Failure status."
-            ),
-            "status": _string("Status of the operation: Success or Failure."),
-        },
-        "x-kubernetes-group-version-kind": [{"group": "", "kind": "Status", "version": "v1"}],
-    }
-    delete_options = {
-        "type": "object",
-        "description": "DeleteOptions may be provided when deleting an API object.",
-        "properties": {
-            "apiVersion": _string(_API_VERSION_DOC),
-            "dryRun": {
-                "type": "array",
-                "items": _string(),
-                "description": "When present, "
-                "indicates that modifications should not be persisted.",
-            },
-            "gracePeriodSeconds": {
-                "type": "integer",
-                "format": "int64",
-                "description": "The duration in seconds before the object should be deleted.",
-            },
-            "kind": _string(_KIND_DOC),
-            "orphanDependents": {
-                "type": "boolean",
-                "description": "Deprecated: please use the PropagationPolicy.",
-            },
-            "preconditions": {
-                "type": "object",
-                "x-kubernetes-preserve-unknown-fields": True,
-                "description": "Must be fulfilled before a deletion is carried out.",
-            },
-            "propagationPolicy": _string(
-                "Whether and how garbage collection will be "
-                "performed: Orphan, Background or Foreground."
-            ),
-        },
-    }
-    return {
-        _META + "ObjectMeta": object_meta,
-        _META + "ListMeta": list_meta,
-        _META + "OwnerReference": owner,
-        _META + "ManagedFieldsEntry": managed,
-        _META + "Status": status,
-        _META + "DeleteOptions": delete_options,
-        _META + "Patch": {
-            "type": "object",
-            "description": "Patch is provided to give a "
-            "concrete name and type to the Kubernetes PATCH request body.",
-        },
-    }
-
-
-_SCALE = definition_name("autoscaling", "v1", "Scale", builtin=True)
-_SCALE_GVK = {"group": "autoscaling", "kind": "Scale", "version": "v1"}
-
 # Subresources and what they carry: operations, the GVK kube labels them with (None: the
 # resource's own), and the schema they read and write.
 _SUBRESOURCES: dict[str, tuple[tuple[str, ...], dict[str, str] | None, str | None]] = {
     "status": (("get", "put", "patch"), None, None),
-    "scale": (("get", "put", "patch"), _SCALE_GVK, _SCALE),
+    "scale": (("get", "put", "patch"), openapischemas.SCALE_GVK, openapischemas.SCALE),
     "binding": (("post",), {"group": "", "kind": "Binding", "version": "v1"}, None),
     "eviction": (("post",), {"group": "policy", "kind": "Eviction", "version": "v1"}, None),
     "log": (("get",), None, None),
@@ -385,53 +152,6 @@ _SUBRESOURCES: dict[str, tuple[tuple[str, ...], dict[str, str] | None, str | Non
     ),
     "proxy": (("connect-get", "connect-post"), None, None),
 }
-
-
-def _permissive(group: str, version: str, kind: str, ref: str) -> Doc:
-    """The schema of a built-in kind: apiVersion, kind and metadata, anything else kept."""
-    return {
-        "type": "object",
-        "description": f"{kind} ({group or 'core'}/{version}).",
-        "properties": {
-            "apiVersion": _string(_API_VERSION_DOC),
-            "kind": _string(_KIND_DOC),
-            "metadata": {"$ref": ref + _META + "ObjectMeta", "description": _METADATA_DOC},
-        },
-        "x-kubernetes-preserve-unknown-fields": True,
-        "x-kubernetes-group-version-kind": [{"group": group, "kind": kind, "version": version}],
-    }
-
-
-def _crd_kind_schema(crd_schema: Doc, gvk: dict[str, str], ref: str) -> Doc:
-    """A CRD version's schema as published: metadata refers to ObjectMeta, apiVersion and
-    kind are described, and the GVK is attached.
-
-    Only the root is copied: below it the document shares the CRD's nodes, which neither
-    side changes (documents are only encoded), since a CRD that embeds pod templates is a
-    schema of megabytes and the documents are rebuilt whenever a CRD changes."""
-    out = dict(crd_schema)
-    props = out["properties"] = dict(out.get("properties") or {})
-    props["apiVersion"] = {**_string(_API_VERSION_DOC), **(props.get("apiVersion") or {})}
-    props["kind"] = {**_string(_KIND_DOC), **(props.get("kind") or {})}
-    props["metadata"] = {"$ref": ref + _META + "ObjectMeta", "description": _METADATA_DOC}
-    out.setdefault("type", "object")
-    out["x-kubernetes-group-version-kind"] = [gvk]
-    return out
-
-
-def _list_schema(item_name: str, gvk: dict[str, str], ref: str) -> Doc:
-    return {
-        "type": "object",
-        "description": f"{gvk['kind']} is a list of {item_name.rsplit('.', 1)[-1]}.",
-        "required": ["items"],
-        "properties": {
-            "apiVersion": _string(_API_VERSION_DOC),
-            "items": {"type": "array", "items": {"$ref": ref + item_name}},
-            "kind": _string(_KIND_DOC),
-            "metadata": {"$ref": ref + _META + "ListMeta", "description": _METADATA_DOC},
-        },
-        "x-kubernetes-group-version-kind": [gvk],
-    }
 
 
 # --- operations --------------------------------------------------------------------------
@@ -590,9 +310,9 @@ def _paths(info: ResourceInfo, item: str, listing: str) -> list[_PathItem]:
                 f"delete collection of {info.kind}",
                 params,
                 gvk,
-                _META + "DeleteOptions",
+                openapischemas.META + "DeleteOptions",
                 _RESPONSE_TYPES,
-                _META + "Status",
+                openapischemas.META + "Status",
             )
         )
     if ops:
@@ -637,7 +357,7 @@ def _paths(info: ResourceInfo, item: str, listing: str) -> list[_PathItem]:
                 f"partially update the specified {info.kind}",
                 (*write, _FORCE),
                 gvk,
-                _META + "Patch",
+                openapischemas.META + "Patch",
                 _PATCH_TYPES,
                 item,
                 created=True,
@@ -652,7 +372,7 @@ def _paths(info: ResourceInfo, item: str, listing: str) -> list[_PathItem]:
                 f"delete a {info.kind}",
                 tuple(_DELETE_PARAMS),
                 gvk,
-                _META + "DeleteOptions",
+                openapischemas.META + "DeleteOptions",
                 _RESPONSE_TYPES,
                 item,
             )
@@ -692,7 +412,9 @@ def _subresource_path(
     sub_gvk = sub_gvk or gvk
     body = sub_schema or item
     if sub in ("binding", "eviction"):
-        body = definition_name(sub_gvk["group"], sub_gvk["version"], sub_gvk["kind"], builtin=True)
+        body = openapischemas.definition_name(
+            sub_gvk["group"], sub_gvk["version"], sub_gvk["kind"], builtin=True
+        )
     title = _camel(sub)
     write = (_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION)
     ops = []
@@ -737,7 +459,7 @@ def _subresource_path(
                     f"partially update {sub} of the specified {info.kind}",
                     (*write, _FORCE),
                     sub_gvk,
-                    _META + "Patch",
+                    openapischemas.META + "Patch",
                     _PATCH_TYPES,
                     body,
                     created=True,
@@ -783,11 +505,17 @@ def _extra_schemas(infos: Iterable[ResourceInfo], ref: str) -> dict[str, Doc]:
     for info in infos:
         for sub in info.subresources:
             if sub == "scale":
-                out[_SCALE] = _permissive("autoscaling", "v1", "Scale", ref)
+                out[openapischemas.SCALE] = openapischemas.permissive(
+                    "autoscaling", "v1", "Scale", ref
+                )
             elif sub in ("binding", "eviction"):
                 gvk = _SUBRESOURCES[sub][1] or {}
-                name = definition_name(gvk["group"], gvk["version"], gvk["kind"], builtin=True)
-                out[name] = _permissive(gvk["group"], gvk["version"], gvk["kind"], ref)
+                name = openapischemas.definition_name(
+                    gvk["group"], gvk["version"], gvk["kind"], builtin=True
+                )
+                out[name] = openapischemas.permissive(
+                    gvk["group"], gvk["version"], gvk["kind"], ref
+                )
     return out
 
 
@@ -814,11 +542,13 @@ def _kinds(
     for info in resources:
         if group_version is not None and (info.group, info.version) != group_version:
             continue
-        item_name = definition_name(info.group, info.version, info.kind, builtin=True)
+        item_name = openapischemas.definition_name(
+            info.group, info.version, info.kind, builtin=True
+        )
         out.append(
             _Kind(
                 info,
-                _permissive(info.group, info.version, info.kind, ref),
+                openapischemas.permissive(info.group, info.version, info.kind, ref),
                 item_name,
                 item_name + "List",
                 info.kind + "List",
@@ -834,14 +564,18 @@ def _kinds(
                 "x-kubernetes-preserve-unknown-fields": True,
             }
             gvk = {"group": info.group, "kind": info.kind, "version": info.version}
-            item_name = definition_name(info.group, info.version, info.kind, builtin=False)
+            item_name = openapischemas.definition_name(
+                info.group, info.version, info.kind, builtin=False
+            )
             list_kind = str(names.get("listKind") or info.kind + "List")
             out.append(
                 _Kind(
                     info,
-                    _crd_kind_schema(crd_schema, gvk, ref),
+                    openapischemas.crd_kind_schema(crd_schema, gvk, ref),
                     item_name,
-                    definition_name(info.group, info.version, list_kind, builtin=False),
+                    openapischemas.definition_name(
+                        info.group, info.version, list_kind, builtin=False
+                    ),
                     list_kind,
                 )
             )
@@ -925,11 +659,11 @@ def _v3_document_of(group: str, version: str, kinds: list[_Kind], ref: str) -> D
         return None
     tag = _tag(group, version)
     paths: Doc = {}
-    components: dict[str, Doc] = _meta_schemas(ref)
+    components: dict[str, Doc] = openapischemas.meta_schemas(ref)
     for kind in kinds:
         components[kind.item_name] = kind.item
         list_gvk = {"group": group, "kind": kind.list_kind, "version": version}
-        components[kind.list_name] = _list_schema(kind.item_name, list_gvk, ref)
+        components[kind.list_name] = openapischemas.list_schema(kind.item_name, list_gvk, ref)
         for item in _paths(kind.info, kind.item_name, kind.list_name):
             entry: Doc = {op.method: _v3_op(op, tag) for op in item.ops}
             entry["parameters"] = _v3_path_params(item.path_params)
@@ -978,28 +712,6 @@ def v3_index(resources: Iterable[ResourceInfo], crds: Iterable[dict[str, Any]]) 
 
 
 # --- OpenAPI v2 --------------------------------------------------------------------------
-
-
-def _v2_schema(node: Any) -> Any:
-    """A structural schema in swagger 2.0 terms, as kube publishes CRDs in v2: no
-    ``nullable`` (a nullable field loses its type), no junctors, no CEL rules."""
-    if isinstance(node, list):
-        return [_v2_schema(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {}
-    for key, value in node.items():
-        if key in ("nullable", "anyOf", "allOf", "oneOf", "not", "x-kubernetes-validations"):
-            continue
-        if key == "$ref" and isinstance(value, str):
-            out[key] = value.replace("#/components/schemas/", "#/definitions/")
-        elif key in ("properties",) and isinstance(value, dict):
-            out[key] = {k: _v2_schema(v) for k, v in value.items()}
-        else:
-            out[key] = _v2_schema(value)
-    if node.get("nullable") is True:
-        out.pop("type", None)
-    return out
 
 
 def _v2_op(op: _Op, tag: str) -> Doc:
@@ -1057,13 +769,17 @@ def v2_document(resources: Iterable[ResourceInfo], crds: Iterable[dict[str, Any]
     ref = "#/definitions/"
     kinds = _kinds(resources, crds, ref)
     paths: Doc = {}
-    definitions: dict[str, Doc] = {k: _v2_schema(v) for k, v in _meta_schemas(ref).items()}
+    definitions: dict[str, Doc] = {
+        k: openapischemas.v2_schema(v) for k, v in openapischemas.meta_schemas(ref).items()
+    }
     for kind in kinds:
         info = kind.info
         tag = _tag(info.group, info.version)
-        definitions[kind.item_name] = _v2_schema(kind.item)
+        definitions[kind.item_name] = openapischemas.v2_schema(kind.item)
         list_gvk = {"group": info.group, "kind": kind.list_kind, "version": info.version}
-        definitions[kind.list_name] = _v2_schema(_list_schema(kind.item_name, list_gvk, ref))
+        definitions[kind.list_name] = openapischemas.v2_schema(
+            openapischemas.list_schema(kind.item_name, list_gvk, ref)
+        )
         for item in _paths(info, kind.item_name, kind.list_name):
             entry: Doc = {op.method: _v2_op(op, tag) for op in item.ops}
             entry["parameters"] = [
@@ -1087,7 +803,10 @@ def v2_document(resources: Iterable[ResourceInfo], crds: Iterable[dict[str, Any]
             ]
             paths[item.path] = entry
     definitions.update(
-        {k: _v2_schema(v) for k, v in _extra_schemas((k.info for k in kinds), ref).items()}
+        {
+            k: openapischemas.v2_schema(v)
+            for k, v in _extra_schemas((k.info for k in kinds), ref).items()
+        }
     )
     return {
         "swagger": "2.0",

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from kubetrain import api
-from kubetrain.local.apiserver import crdvalidation, openapi
+from kubetrain.local.apiserver import crdvalidation, openapi, openapischemas
 
 Info = openapi.ResourceInfo
 BUILTIN = [
@@ -240,7 +240,7 @@ NAMES = [
 @pytest.mark.parametrize(("args", "expected"), [c[1:] for c in NAMES], ids=[c[0] for c in NAMES])
 def test_definition_names(args: tuple[str, str, str, bool], expected: str) -> None:
     group, version, kind, builtin = args
-    assert openapi.definition_name(group, version, kind, builtin=builtin) == expected
+    assert openapischemas.definition_name(group, version, kind, builtin=builtin) == expected
 
 
 def test_crd_resources_follow_served_versions() -> None:
