@@ -33,7 +33,7 @@ peers=$(echo "$TF_CONFIG" | grep -o '"[a-z0-9.-][a-z0-9.-]*:[0-9][0-9]*"' | tr -
 mine=$(echo "$peers" | sed -n "$((me + 1))p")
 nc -ll -p "${mine##*:}" -e /bin/true &
 for peer in $peers; do
-  until nc -w 2 "${peer%:*}" "${peer##*:}" </dev/null; do sleep 0.2; done
+  until nc -w 2 "${peer%:*}" "${peer##*:}" </dev/null 2>/dev/null; do sleep 0.2; done
   echo "reached $peer"
 done
 touch "/shared/tf-$me"
@@ -47,7 +47,7 @@ if [ "$RANK" = 0 ]; then
   echo from-master > /shared/pt-file
   until [ -f /shared/pt-ack ]; do sleep 0.2; done
 else
-  until nc -w 2 "$MASTER_ADDR" "$MASTER_PORT" </dev/null; do sleep 0.2; done
+  until nc -w 2 "$MASTER_ADDR" "$MASTER_PORT" </dev/null 2>/dev/null; do sleep 0.2; done
   echo "reached $MASTER_ADDR:$MASTER_PORT"
   until [ -f /shared/pt-file ]; do sleep 0.2; done
   echo "read $(cat /shared/pt-file)"
@@ -161,7 +161,8 @@ def test_jobs_in_containers_keep_the_env_contract_reach_peers_and_share_a_claim(
     assert {c["Image"] for c in containers} == {image}, containers
 
     tf = {i: kubectl("logs", f"tf-worker-{i}") for i in (0, 1)}
-    config = json.loads(tf[0].splitlines()[0].removeprefix("TF_CONFIG="))
+    said = next(line for line in tf[0].splitlines() if line.startswith("TF_CONFIG="))
+    config = json.loads(said.removeprefix("TF_CONFIG="))
     peers = config["cluster"]["worker"]
     assert len(peers) == 2, config
     assert config["task"] == {"type": "worker", "index": 0}, config
@@ -170,11 +171,12 @@ def test_jobs_in_containers_keep_the_env_contract_reach_peers_and_share_a_claim(
             assert f"reached {peer}" in tf[i], tf[i]
 
     master, worker = kubectl("logs", "pt-master-0"), kubectl("logs", "pt-worker-0")
-    env = dict(pair.split("=", 1) for pair in worker.splitlines()[0].split())
+    said = next(line for line in worker.splitlines() if line.startswith("MASTER_ADDR="))
+    env = dict(pair.split("=", 1) for pair in said.split())
     assert (env["MASTER_ADDR"], env["WORLD_SIZE"], env["RANK"]) == ("pt-master-0", "2", "1")
     assert f"reached pt-master-0:{env['MASTER_PORT']}" in worker, worker
     assert "read from-master" in worker, worker  # written on the claim by the master
-    assert "RANK=0" in master.splitlines()[0], master
+    assert "RANK=0" in master, master
 
     failed = kubectl.get("pod/bad-master-0")["status"]["containerStatuses"][0]["state"]
     assert failed["terminated"]["exitCode"] == 1, failed
