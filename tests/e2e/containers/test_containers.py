@@ -271,6 +271,8 @@ def test_a_pod_restarts_on_failure_and_kubectl_logs_and_exec_reach_its_container
     mode, _, hosts = seen.partition("\n")
     assert mode == "container", seen
     assert "life" in hosts, seen
+    echoed = kubectl("exec", "-i", "life", "-c", "main", "--", "cat", input="piped in\n")
+    assert echoed == "piped in\n", echoed
     exited = kubectl("exec", "life", "-c", "main", "--", "sh", "-c", "exit 7", check=False)
     assert "exit code 7" in exited, exited
 
