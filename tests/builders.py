@@ -1,8 +1,9 @@
-"""Builders for v1 job manifests in tests.
+"""Builders for job manifests in tests.
 
-``pytorchjob("ns", "a").master().workers(2).build()`` returns the typed, defaulted job that
-the operator would see; ``.doc()`` returns the manifest as a user would write it, for tests
-of validation and of the command line.
+``pytorchjob("ns", "a").master().workers(2).build()`` returns the typed, defaulted v1 job
+that the operator would see; ``.doc()`` returns the manifest as a user would write it, for
+tests of validation and of the command line. ``trainjob("a", num_nodes=2)`` returns a
+TrainJob manifest, with a status when a test plays the controller.
 """
 
 from __future__ import annotations
@@ -155,3 +156,41 @@ def names(env: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> list[str]:
 def values(env: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> dict[str, Any]:
     """Name → value (or valueFrom), for env lists whose names are unique."""
     return {var["name"]: var.get("value", var.get("valueFrom")) for var in env}
+
+
+TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
+
+
+def trainjob(
+    name: str = "t",
+    runtime: str = "torch-distributed",
+    *,
+    namespace: str | None = None,
+    runtime_kind: str | None = None,
+    num_nodes: int | None = None,
+    metadata: dict[str, Any] | None = None,
+    status: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A TrainJob on ``runtime`` (a ClusterTrainingRuntime unless ``runtime_kind`` says),
+    with ``spec`` fields by wire name (``trainer={...}``) and ``num_nodes`` as
+    ``spec.trainer.numNodes``; ``metadata`` adds to the name and namespace."""
+    ref: dict[str, Any] = {"name": runtime}
+    if runtime_kind is not None:
+        ref["kind"] = runtime_kind
+    body: dict[str, Any] = {"runtimeRef": ref, **copy.deepcopy(spec)}
+    if num_nodes is not None:
+        body.setdefault("trainer", {})["numNodes"] = num_nodes
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta.update(copy.deepcopy(metadata or {}))
+    doc: dict[str, Any] = {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "TrainJob",
+        "metadata": meta,
+        "spec": body,
+    }
+    if status is not None:
+        doc["status"] = copy.deepcopy(status)
+    return doc

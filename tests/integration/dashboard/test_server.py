@@ -15,6 +15,7 @@ from kubetrain import kube
 from kubetrain.cli import jobkinds
 from kubetrain.dashboard import access, curves
 from kubetrain.kube import resource
+from tests import builders
 from tests.apiserver.cascade import eventually, run
 from tests.apiserver.test_pod_log_exec import FakeNode
 from tests.fixtures import cluster
@@ -48,15 +49,7 @@ def pytorchjob(name: str, workers: int = 1) -> dict[str, Any]:
 
 
 def trainjob(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed", "kind": "TrainingRuntime"},
-            "trainer": {"numNodes": 1},
-        },
-    }
+    return builders.trainjob(name, runtime_kind="TrainingRuntime", num_nodes=1)
 
 
 async def with_runtime(client: kube.Client, namespace: str) -> None:

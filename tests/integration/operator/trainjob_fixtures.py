@@ -19,6 +19,7 @@ from kubetrain import _aio, kube
 from kubetrain.operator.runtime import manager
 from kubetrain.operator.trainjob import kinds
 from kubetrain.operator.trainjob import setup as trainjob_setup
+from tests import builders
 from tests.apiserver.cascade import eventually, fetch
 
 RUNTIMES = Path(__file__).resolve().parents[3] / "deploy" / "runtimes"
@@ -35,9 +36,7 @@ def builtin_runtime(file: str, name: str) -> dict[str, Any]:
 
 
 def trainjob(name: str, runtime: str, **spec: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {"runtimeRef": {"name": runtime}}
-    body.update(spec)
-    return {"apiVersion": API_VERSION, "kind": "TrainJob", "metadata": {"name": name}, "spec": body}
+    return builders.trainjob(name, runtime, **spec)
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kubetrain.cli import jobstate
+from tests import builders
 
 NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -38,13 +39,12 @@ def pytorch(*conditions: dict[str, Any], **status: Any) -> dict[str, Any]:
 
 
 def trainjob(*conditions: dict[str, Any], **status: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "t", "namespace": "ns", "creationTimestamp": "2024-05-01T11:50:00Z"},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 3}},
-        "status": {"conditions": list(conditions), **status},
-    }
+    return builders.trainjob(
+        namespace="ns",
+        num_nodes=3,
+        metadata={"creationTimestamp": "2024-05-01T11:50:00Z"},
+        status={"conditions": list(conditions), **status},
+    )
 
 
 V1 = [

@@ -7,19 +7,19 @@ import io
 from typing import Any
 
 from kubetrain.cli import jobkinds, run
+from tests import builders
 from tests.unit.cli.jobobjects import pod, v1_job
 
 CREATED = "2024-05-01T11:50:00Z"
 
 
 def trainjob(*conditions: dict[str, Any], **status: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "t", "namespace": "ns", "uid": "t-uid", "creationTimestamp": CREATED},
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}},
-        "status": {"conditions": list(conditions), **status},
-    }
+    return builders.trainjob(
+        namespace="ns",
+        num_nodes=2,
+        metadata={"uid": "t-uid", "creationTimestamp": CREATED},
+        status={"conditions": list(conditions), **status},
+    )
 
 
 def cond(kind: str, status: str = "True", reason: str = "") -> dict[str, Any]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from kubetrain.cli import usage
 from kubetrain.dashboard import views
+from tests import builders
 from tests.unit.cli import jobobjects
 
 FAILED = {
@@ -48,18 +49,12 @@ def test_a_job_that_did_not_fail_names_no_failure() -> None:
 
 
 def trainjob(**status: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {
-            "name": "t",
-            "namespace": "ns",
-            "uid": "u",
-            "creationTimestamp": "2024-05-01T11:50:00Z",
-        },
-        "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {}},
-        "status": status,
-    }
+    return builders.trainjob(
+        namespace="ns",
+        metadata={"uid": "u", "creationTimestamp": "2024-05-01T11:50:00Z"},
+        trainer={},
+        status=status,
+    )
 
 
 def node_pod(index: int, phase: str = "Running") -> dict[str, Any]:
