@@ -16,10 +16,11 @@ admission checks in :mod:`kubetrain.api`, the node's env files) prints it throug
 - :func:`go_json`: ``encoding/json``'s compact output, map keys sorted, HTML escaped;
 - :func:`go_type`: ``%T`` of a decoded JSON value.
 
-Hand-written on purpose: no Python library reproduces Go's ``fmt`` verbs (the ``%v`` of a map
-is Go's own syntax, and float64 formatting differs from Python's ``repr`` in where it switches
-to ``e`` form and how it writes the exponent); ``json.dumps`` is close to ``encoding/json`` but
-neither escapes ``<``, ``>``, ``&`` nor writes floats the same way.
+Hand-written on purpose: no Python library reproduces Go's ``fmt`` verbs (PyPI's package index
+was searched for a port of Go's fmt and has none; the ``%v`` of a map is Go's own syntax, and a
+float64's ``%v`` differs from Python's ``repr`` in where it switches to ``e`` form and how it
+writes the exponent); ``json.dumps`` is close to ``encoding/json`` but neither escapes ``<``,
+``>``, ``&`` nor writes floats the same way.
 
 Pure: imports only the standard library, so every layer may use it.
 """

@@ -6,6 +6,12 @@ cell is empty).
 It keeps client-go's rules where JSONPath dialects differ: a negative bound counts from the
 end, and an index or slice out of range finds no value rather than an error or a clipped
 slice. Pure: no I/O.
+
+Hand-written because no Python library speaks this dialect: jsonpath-ng (the common choice)
+was tried against client-go's cases and refuses the ``{...}`` form, a path without ``$``
+(``.a[*].b``) and an escaped dot (``.a\\.b``), and clips an out-of-range slice (``[1:10]``
+of three items gives two) where client-go finds nothing; kubectl's templates (``range``/``end``)
+are its own dialect again, and no library reads them either.
 """
 
 from __future__ import annotations
