@@ -107,39 +107,46 @@ def test_follow_yields_new_lines_and_ends_once_stopped_and_drained(tmp_path: Pat
     path = tmp_path / "log"
     path.write_text(record(1, "first"))
     running = True
+    seen: list[bytes] = []
+    grew = asyncio.Condition()
 
     def append(line: str) -> None:
         with open(path, "a") as f:
             f.write(line)
 
+    async def seen_at_least(count: int) -> None:
+        async with grew:
+            await grew.wait_for(lambda: len(seen) >= count)
+
     async def writer() -> None:
+        # each line is written once the follower has passed on the one before: whatever the
+        # machine's speed, a line that comes while following arrives on its own
         nonlocal running
-        await asyncio.sleep(0.15)
+        await seen_at_least(1)
         await asyncio.to_thread(append, record(2, "second"))
-        await asyncio.sleep(0.15)
+        await seen_at_least(2)
         # A rotation, as the shim does it, then the last line and the end of the container.
         os.replace(path, str(path) + ".1")
         await asyncio.to_thread(append, record(3, "third"))
         running = False
 
-    async def main() -> list[bytes]:
+    async def main() -> None:
         task = asyncio.create_task(writer())
-        seen = [
-            chunk
-            async for chunk in logs.read(
-                [str(path)],
-                follow=True,
-                timestamps=False,
-                tail_lines=None,
-                since=None,
-                limit_bytes=None,
-                running=lambda: running,
-            )
-        ]
+        async for chunk in logs.read(
+            [str(path)],
+            follow=True,
+            timestamps=False,
+            tail_lines=None,
+            since=None,
+            limit_bytes=None,
+            running=lambda: running,
+        ):
+            seen.append(chunk)
+            async with grew:
+                grew.notify_all()
         await task
-        return seen
 
-    seen = asyncio.run(asyncio.wait_for(main(), 10), debug=True)
+    asyncio.run(asyncio.wait_for(main(), 10), debug=True)
     assert b"".join(seen) == b"first\nsecond\nthird\n"
     assert len(seen) == 3  # each line as it came, not all at the end
 
