@@ -216,9 +216,10 @@ class Engine:
 
     async def prepare(self, sb: runtime.Sandbox) -> None:
         """Pod dir, volumes and hosts file (idempotent): no namespace is needed, the engine
-        bind-mounts them."""
+        bind-mounts them, with the modes the kubelet gives them (:func:`_shared`)."""
         try:
             await asyncio.to_thread(sandbox.materialise, self.settings.root, sb)
+            await asyncio.to_thread(_shared, self.settings.root, sb)
         except sandbox.SandboxError as e:
             raise runtime.StartError(runtime.CREATE_CONTAINER_ERROR, str(e)) from e
         except OSError as e:
@@ -614,6 +615,24 @@ async def _frames(content: aiohttp.StreamReader) -> AsyncIterator[tuple[str, byt
         payload = await content.readexactly(size)
         for line in payload.splitlines(keepends=True):
             yield STREAMS.get(kind, "stdout"), line
+
+
+def _shared(root: str, sb: runtime.Sandbox) -> None:
+    """The modes a container's own user (an image's ``USER``, often not root) needs, where the
+    node writes its files private to itself: the hosts file readable, an emptyDir writable by
+    all (as the kubelet makes it), a ConfigMap's or Secret's directory readable with each file
+    at its ``defaultMode``/``mode``."""
+    os.chmod(sandbox.hosts_path(root, sb.uid), 0o644)
+    for volume in sb.volumes:
+        path = sandbox.volume_dir(root, sb.uid, volume.name)
+        if volume.kind == "empty":
+            os.chmod(path, 0o777)
+        elif volume.kind == "files":
+            for directory, _, _ in os.walk(path):
+                os.chmod(directory, 0o755)
+            for item in volume.files:
+                with contextlib.suppress(FileNotFoundError):
+                    os.chmod(os.path.join(path, item.path), item.mode)
 
 
 def _container_name(sb: runtime.Sandbox, container: str, attempt: int, label: str) -> str:

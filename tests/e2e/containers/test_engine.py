@@ -11,6 +11,7 @@ import contextlib
 import os
 from pathlib import Path
 
+from kubetrain.local import daemon
 from kubetrain.local.node import engine as node_engine
 from kubetrain.local.node import runtime, sandbox
 from tests import engines
@@ -56,6 +57,12 @@ def test_a_new_engine_on_the_same_root_adopts_a_running_container_and_its_log(
         started = await first.start(pod, spec, 0)
         assert started.running, started
         waiter = asyncio.ensure_future(first.wait(cid))
+        modes = {
+            "hosts": sandbox.hosts_path(settings.root, pod.uid),
+            "emptyDir": sandbox.volume_dir(settings.root, pod.uid, "scratch"),
+        }
+        found = {k: os.stat(v).st_mode & 0o777 for k, v in modes.items()}
+        assert found == {"hosts": 0o644, "emptyDir": 0o777}, found  # for an image's own USER
         log = Path(first.log_path(cid))
 
         async def logged() -> bool:
@@ -89,7 +96,8 @@ def test_a_new_engine_on_the_same_root_adopts_a_running_container_and_its_log(
         finally:
             await second.close()
 
-    run(body())
+    with daemon.private_files():  # as the node runs: its own files are private
+        run(body())
     left = engine.docker("ps", "-a", "-q", "--filter", f"label={node_engine.LABEL_POD}={pod.uid}")
     assert left == "", left
     assert os.path.isdir(sandbox.pod_dir(settings.root, pod.uid))  # the caller's to remove
