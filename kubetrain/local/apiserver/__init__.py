@@ -9,7 +9,8 @@ Modules, lowest first (the pure ones do no I/O and are tested with tables):
 - ``fieldpaths`` field paths in kube's FieldsV1 and dotted forms
 - ``fieldsets``  which lists are keyed, the fields an object sets, what a write changed
 - ``fielderrors`` 422 causes in the words of kube's ``field.Error``
-- ``schema``     a structural schema applied to an object: pruning, defaulting, validation
+- ``schema``     a structural schema applied to an object: pruning, defaulting
+- ``schemavalidation`` an object validated against a structural schema, in kube's words
 - ``crdvalidation`` the checks on a CRD before it is served, and its versions' questions
 - ``tablecolumns`` what every Table has: column definitions, NAME and AGE, kube's ages
 - ``jsonpath``   the JSONPath subset of CRD printer columns

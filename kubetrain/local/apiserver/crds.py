@@ -23,6 +23,7 @@ from kubetrain.local.apiserver import (
     errors,
     resources,
     schema,
+    schemavalidation,
     store,
     strategies,
 )
@@ -302,7 +303,7 @@ class CustomResourceStrategy(strategies.Strategy):
         if causes:
             return causes
         if self.schema:
-            causes = [dict(c) for c in schema.validate(obj, self.schema)]
+            causes = [dict(c) for c in schemavalidation.validate(obj, self.schema)]
         return causes + scale_causes(r, obj)
 
 

@@ -23,7 +23,7 @@ from kubetrain.local.apiserver import (
     errors,
     queryoptions,
     resources,
-    schema,
+    schemavalidation,
 )
 from kubetrain.local.apiserver import apply as ssa
 from kubetrain.local.apiserver import strategies as strat
@@ -158,7 +158,7 @@ def validate(
     causes = strategy.validate(r, obj, old, reg)
     if not r.custom:
         shape = builtin_schemas.schema_for(r.group, r.version, r.kind)
-        causes += schema.shape_causes(obj, shape)
+        causes += schemavalidation.shape_causes(obj, shape)
     if causes:
         name = (obj.get("metadata") or {}).get("name") or ""
         raise errors.invalid(r.group, r.kind, name, causes)

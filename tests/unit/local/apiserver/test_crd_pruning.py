@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api
-from kubetrain.local.apiserver import schema
+from kubetrain.local.apiserver import schema, schemavalidation
 from tests.builders import job
 from tests.unit.api.trainers import lookup, replicated_job, runtime, trainjob
 
@@ -120,6 +120,6 @@ def test_a_quantity_the_schema_refuses_admission_refuses_too(quantity: Any, ok: 
     doc = job("PyTorchJob", "p").replica("Worker").doc()
     container = doc["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
     container["resources"] = {"limits": {"cpu": quantity}}
-    causes = schema.validate(copy.deepcopy(doc), CRD_SCHEMAS["PyTorchJob"])
+    causes = schemavalidation.validate(copy.deepcopy(doc), CRD_SCHEMAS["PyTorchJob"])
     assert (causes == []) is ok, causes
     assert api.review(doc).ok is ok

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kubetrain import api, gofmt
-from kubetrain.local.apiserver import crdvalidation, schema
+from kubetrain.local.apiserver import crdvalidation, schema, schemavalidation
 
 CRDS = {crd["spec"]["names"]["kind"]: crd for crd in api.crds()}
 
@@ -490,12 +490,12 @@ VALIDATE_CASES = [
     ("obj", "expected"), [c[1:] for c in VALIDATE_CASES], ids=[c[0] for c in VALIDATE_CASES]
 )
 def test_validate(obj: dict[str, Any], expected: list[dict[str, str]]) -> None:
-    assert schema.validate(obj, SCHEMA) == expected
+    assert schemavalidation.validate(obj, SCHEMA) == expected
 
 
 def test_validate_with_a_path_prefixes_fields_as_for_a_status_update() -> None:
     status_schema = {"type": "object", "properties": {"phase": {"type": "string"}}}
-    assert schema.validate({"phase": 1}, status_schema, path="status") == [
+    assert schemavalidation.validate({"phase": 1}, status_schema, path="status") == [
         type_invalid("status.phase", '"integer": phase in body must be of type string: "integer"')
     ]
 
@@ -550,7 +550,7 @@ RATCHET_CASES = [
 def test_updates_ratchet(
     old: dict[str, Any], new: dict[str, Any], expected: list[dict[str, str]]
 ) -> None:
-    assert schema.validate(new, SCHEMA, old) == expected
+    assert schemavalidation.validate(new, SCHEMA, old) == expected
 
 
 RULES = copy.deepcopy(SCHEMA)
@@ -611,15 +611,15 @@ TRANSITION_CASES = [
 def test_transition_rules(
     old: dict[str, Any], new: dict[str, Any], expected: list[dict[str, str]]
 ) -> None:
-    assert schema.validate(new, RULES, old) == expected
+    assert schemavalidation.validate(new, RULES, old) == expected
 
 
 def test_a_create_with_a_blocking_error_says_rules_were_not_checked() -> None:
-    assert schema.validate(cr(mode="c"), RULES)[-1] == SKIPPED
+    assert schemavalidation.validate(cr(mode="c"), RULES)[-1] == SKIPPED
 
 
 def test_a_create_never_checks_transition_rules() -> None:
-    assert schema.validate(cr(queue="a"), RULES) == []
+    assert schemavalidation.validate(cr(queue="a"), RULES) == []
 
 
 def test_pytorchjob_queue_is_immutable_with_kubes_message() -> None:
@@ -631,7 +631,7 @@ def test_pytorchjob_queue_is_immutable_with_kubes_message() -> None:
             "spec": {"runPolicy": run_policy, "pytorchReplicaSpecs": {"Master": {"replicas": 1}}}
         }
 
-    assert schema.validate(job("b"), crd_schema, job("a")) == [
+    assert schemavalidation.validate(job("b"), crd_schema, job("a")) == [
         invalid(
             "spec.runPolicy.schedulingPolicy.queue",
             '"string": spec.runPolicy.schedulingPolicy.queue is immutable',
