@@ -130,8 +130,11 @@ class Engine:
         return self._docker
 
     async def close(self) -> None:
-        for task in list(self._copies.values()):
+        """Stop copying logs (the containers run on) and close the client."""
+        copies = list(self._copies.values())
+        for task in copies:
             task.cancel()
+        await asyncio.gather(*copies, return_exceptions=True)  # each closes its stream
         if self._docker is not None:
             await self._docker.close()
             self._docker = None
@@ -401,6 +404,17 @@ class Engine:
         if last:
             params["since"] = f"{last // 1_000_000_000}.{last % 1_000_000_000:09d}"
         writer = await asyncio.to_thread(shim.LogWriter, path, self.settings.log_max_bytes)
+        pending: list[bytes] = []  # records read, not yet written
+        writing: asyncio.Future[None] | None = None
+
+        async def drain() -> None:
+            """What came meanwhile, in one write per turn: a chatty container costs one
+            thread hop per batch, not per line, and no line waits for the next to come."""
+            while pending:
+                batch = b"".join(pending)
+                pending.clear()
+                await asyncio.to_thread(writer.write, batch)
+
         try:
             async with self.docker._query(
                 f"containers/{container}/logs", params=params, timeout=None
@@ -410,12 +424,23 @@ class Engine:
                     when = _ns(stamp.decode(errors="replace"))
                     if when is None or (last and when <= last):
                         continue
-                    record = shim.rfc3339(when).encode() + b" " + stream.encode() + b" F "
-                    await asyncio.to_thread(writer.write, record + text.rstrip(b"\n") + b"\n")
+                    head = shim.rfc3339(when).encode() + b" " + stream.encode() + b" F "
+                    pending.append(head + text.rstrip(b"\n") + b"\n")
+                    if writing is None or writing.done():
+                        if writing is not None:
+                            writing.result()  # a failed write stops the copy
+                        writing = asyncio.ensure_future(drain())
+            if writing is not None:
+                await writing
+            await drain()
         except aiodocker.DockerError as e:
             if e.status != 404:
                 raise
         finally:
+            if writing is not None and not writing.done():
+                writing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await writing
             os.close(writer.fd)
 
     async def _finish(self, id: runtime.ContainerId, record: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
 """The container engine runtime on its own, against the session's dockerd, without a control
 plane: what a node restart relies on (a new Engine on the same root adopts a running container,
-goes on with its log where it ended and starts no second copy of it) and what only the engine
-can say (OOMKilled).
+goes on with its log where it ended and starts no second copy of it), what only the engine
+can say (OOMKilled), and a chatty container's log copied whole and in order.
 """
 
 from __future__ import annotations
@@ -91,6 +91,14 @@ def test_a_new_engine_on_the_same_root_adopts_a_running_container_and_its_log(
             await second.start(pod, greedy, 0)
             killed = await asyncio.wait_for(second.wait(oom), TIMEOUT)
             assert (killed.exit_code, killed.reason) == (137, runtime.OOM_KILLED), killed
+
+            chatty = runtime.ContainerId(pod.uid, "chatty", 0)
+            lines = runtime.ContainerSpec("chatty", ("seq", "1", "20000"), (), image=image)
+            await second.start(pod, lines, 0)
+            await asyncio.wait_for(second.wait(chatty), TIMEOUT)
+            copied = await asyncio.to_thread(_read, Path(second.log_path(chatty)))
+            numbers = [int(line.rsplit(b" ", 1)[1]) for line in copied.splitlines()]
+            assert numbers == list(range(1, 20001)), "every line once, in order"
 
             await second.remove(pod.uid, 0)
         finally:
