@@ -4,7 +4,6 @@ and the official clients use, with kube-apiserver's semantics.
 Modules, lowest first (the pure ones do no I/O and are tested with tables):
 
 - ``selectors``  label and field selectors: parsing (kube's grammar and messages) and matching
-- ``patches``    JSON merge patch, JSON patch, strategic merge patch for built-in kinds
 - ``apply``      server-side apply: managedFields, field ownership, conflicts, force
 - ``fieldpaths`` field paths in kube's FieldsV1 and dotted forms
 - ``fieldsets``  which lists are keyed, the fields an object sets, what a write changed

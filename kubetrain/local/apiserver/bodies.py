@@ -16,7 +16,8 @@ import json
 import math
 from typing import Any
 
-from kubetrain.local.apiserver import errors, patches, queryoptions, resources
+from kubetrain import patches
+from kubetrain.local.apiserver import errors, queryoptions, resources
 
 MERGE_PATCH = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from kubetrain import timefmt
+from kubetrain import patches, timefmt
 from kubetrain.local.apiserver import (
     admission,
     bodies,
@@ -39,7 +39,6 @@ from kubetrain.local.apiserver import (
     errors,
     namespaces,
     pagination,
-    patches,
     pods,
     prepare,
     queryoptions,

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kubetrain import accessors, api
+from kubetrain import accessors, api, patches
 from kubetrain.frameworks.trainjob import node
-from kubetrain.operator.trainjob import podrequests, strategicmerge
+from kubetrain.operator.trainjob import podrequests
 
 TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
 
@@ -255,8 +255,11 @@ def _apply_patch(
             job_template = rjob_patch.get("template") or {}
             if job_template.get("metadata"):
                 template = _ensure(rjob, "template")
-                template["metadata"] = strategicmerge.merge(
-                    template.get("metadata") or {}, job_template["metadata"]
+                template["metadata"] = patches.strategic_merge_patch(
+                    template.get("metadata") or {},
+                    job_template["metadata"],
+                    patches.OBJECT_META,
+                    new_items_last=True,
                 )
             pod_patch = (job_template.get("spec") or {}).get("template")
             if pod_patch:
@@ -265,7 +268,9 @@ def _apply_patch(
 
 def _merge_pod_template(rjob: dict[str, Any], patch: dict[str, Any]) -> None:
     job_spec = _ensure(rjob, "template", "spec")
-    job_spec["template"] = strategicmerge.merge(job_spec.get("template") or {}, patch)
+    job_spec["template"] = patches.strategic_merge_patch(
+        job_spec.get("template") or {}, patch, patches.POD_TEMPLATE, new_items_last=True
+    )
 
 
 def _jobs(jobset_spec: dict[str, Any]) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubetrain.local.apiserver import patches
+from kubetrain import patches
 
 # ------------------------------------------------------------------------- merge patch (7386)
 

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain import api
-from kubetrain.local.apiserver import patches
+from kubetrain import api, patches
 from kubetrain.operator.webhook import admission, configurations
 from tests.builders import pytorchjob
 from tests.unit.api.trainers import runtime, trainjob

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.local.apiserver import patches
+from kubetrain import patches
 from kubetrain.operator.webhook import jsonpatch
 
 CASES = [

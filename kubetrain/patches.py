@@ -13,6 +13,10 @@ so a caller may edit a result freely. Failures raise :class:`PatchError` (the pa
 applied to this document: kube answers 422) or its subclass :class:`PatchFormatError` (the
 patch document is malformed: kube answers 400); choosing the HTTP answer is the server's job.
 This module does no I/O and knows nothing of resources beyond the table of list strategies.
+It sits below every layer because the API server is not its only user: the TrainJob
+controller applies a TrainJob's pod-template overrides, which are strategic merge patches of
+a ``PodTemplateSpec`` and an ``ObjectMeta``, by the same rules, through :data:`POD_TEMPLATE`
+and :data:`OBJECT_META`, the tables of those two fragments.
 
 Error tree::
 
@@ -381,6 +385,16 @@ LIST_STRATEGIES: Final[Mapping[str, Mapping[tuple[str, ...], ListStrategy]]] = {
 """List strategies per kind (``<group>/<version>/<Kind>``, core kinds as ``v1/<Kind>``)."""
 
 
+POD_TEMPLATE: Final = "v1/PodTemplateSpec"
+OBJECT_META: Final = "meta/v1/ObjectMeta"
+_FRAGMENTS: Final[Mapping[str, Mapping[tuple[str, ...], ListStrategy]]] = {
+    POD_TEMPLATE: _kind(_under("spec", _POD_SPEC)),
+    OBJECT_META: {tuple(path.split("."))[1:]: s for path, s in _OBJECT_META.items()},
+}
+"""Parts of objects patched on their own (no kind of the server: :func:`supports_strategic`
+says no to them)."""
+
+
 def supports_strategic(kind_key: str) -> bool:
     """Whether strategic merge patch applies to this kind: only built-in kinds carry the
     tags it needs, so kube answers 415 for custom resources, and so should the server."""
@@ -406,7 +420,7 @@ _ERR_SET_ORDER = "invalid patch format of setElementOrder list"
 
 @_bounded
 def strategic_merge_patch(
-    target: dict[str, Any], patch: dict[str, Any], kind_key: str
+    target: dict[str, Any], patch: dict[str, Any], kind_key: str, *, new_items_last: bool = False
 ) -> dict[str, Any]:
     """Apply a strategic merge patch to an object of a built-in kind.
 
@@ -415,15 +429,21 @@ def strategic_merge_patch(
     ``$patch: replace | delete`` in a map or as a list item, ``$retainKeys``,
     ``$deleteFromPrimitiveList/<list>`` and ``$setElementOrder/<list>``. Raises
     :class:`PatchError` for an unsupported kind: check :func:`supports_strategic` first.
+
+    ``new_items_last``: a merged list keeps the live order and gets the items new to it at its
+    end, in the patch's order (how a TrainJob's overrides have always added env vars and
+    containers, so that an added variable may refer to the runtime's), instead of kube's
+    server order, which puts new items first and the patch's items in the patch's order.
     """
-    table = LIST_STRATEGIES.get(kind_key)
+    table = LIST_STRATEGIES.get(kind_key) or _FRAGMENTS.get(kind_key)
     if table is None:
         raise PatchError(f"strategic merge patch is not supported for {kind_key}")
     if not isinstance(target, dict):
         raise PatchError(f"the object to patch must be a JSON object, not {_go(target)}")
     if not isinstance(patch, dict):
         raise PatchFormatError("a strategic merge patch must be a JSON object")
-    return _StrategicMerge(table).merge_map(_clone(target), _clone(patch), ())
+    merger = _StrategicMerge(table, new_items_last=new_items_last)
+    return merger.merge_map(_clone(target), _clone(patch), ())
 
 
 def _expected(expected: str, value: Any) -> PatchError:
@@ -494,8 +514,11 @@ def _element_kind(*lists: list[Any]) -> str | None:
 class _StrategicMerge:
     """kube's server-side ``mergeMap`` over one kind's table; works on owned copies."""
 
-    def __init__(self, table: Mapping[tuple[str, ...], ListStrategy]) -> None:
+    def __init__(
+        self, table: Mapping[tuple[str, ...], ListStrategy], *, new_items_last: bool = False
+    ) -> None:
         self.table = table
+        self.new_items_last = new_items_last
 
     def strategy(self, path: tuple[str, ...]) -> ListStrategy | None:
         return self.table.get(path)
@@ -598,7 +621,13 @@ class _StrategicMerge:
                 else:
                     patch_items, server_only = _partition_scalars(merged, order)
                 merged = _normalize_order(
-                    patch_items, server_only, order, original_list, merge_key, kind
+                    patch_items,
+                    server_only,
+                    order,
+                    original_list,
+                    merge_key,
+                    kind,
+                    new_items_last=self.new_items_last,
                 )
             original[key] = merged
             patch.pop(key, None)
@@ -640,7 +669,15 @@ class _StrategicMerge:
             patch_items, server_only = _partition_maps(merged, patch, merge_key)
         else:
             patch_items, server_only = _partition_scalars(merged, patch)
-        return _normalize_order(patch_items, server_only, patch, original, merge_key, kind)
+        return _normalize_order(
+            patch_items,
+            server_only,
+            patch,
+            original,
+            merge_key,
+            kind,
+            new_items_last=self.new_items_last,
+        )
 
     def apply_list_directives(
         self, original: list[Any], patch: list[Any], merge_key: str
@@ -771,8 +808,11 @@ def _normalize_order(
     server_order: list[Any],
     merge_key: str,
     kind: str,
+    *,
+    new_items_last: bool = False,
 ) -> list[Any]:
-    """Interleave patch items (in patch order) with server-only items (in live order).
+    """Interleave patch items (in patch order) with server-only items (in live order); or,
+    ``new_items_last``, the live list's items in live order, then the new ones in patch order.
 
     kube's ``mergeSortedSlice``: a server-only item goes before a patch item only when both
     are in the live list and it came first there, so items new to the list go before the
@@ -780,6 +820,13 @@ def _normalize_order(
     """
     right = _sort_by(patch_items, patch_order, merge_key, kind)
     left = _sort_by(server_only, server_order, merge_key, kind)
+    if new_items_last:
+
+        def live_at(item: Any) -> int:
+            return _index_in(server_order, item, merge_key, kind)
+
+        live = sorted([*left, *(item for item in right if live_at(item) >= 0)], key=live_at)
+        return live + [item for item in right if live_at(item) < 0]
     merged: list[Any] = []
     i = j = 0
     while i < len(left) or j < len(right):
