@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from kubetrain import gofmt
 from kubetrain.errors import KubetrainError
 from kubetrain.kube import status as kube_status
 
@@ -128,16 +129,11 @@ def field_error(
 
 
 def render_value(value: Any) -> str:
-    """A bad value printed as kube prints it: strings quoted, numbers and booleans bare."""
-    if isinstance(value, str):
-        return json.dumps(value)
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    """A bad value printed as kube's built-in checks print it: a scalar as ``field.Error``
+    does (:func:`kubetrain.gofmt.go_value`), a list or an object as its JSON."""
+    if isinstance(value, list | dict):
+        return gofmt.go_json(value)
+    return gofmt.go_value(value)
 
 
 def invalid(group: str, kind: str, name: str, causes: Sequence[Mapping[str, str]]) -> ApiError:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from kubetrain import kube
+from kubetrain import kube, timefmt
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +42,9 @@ def last_seen(event: Mapping[str, Any]) -> datetime | None:
     candidates = [event.get(name) for name in TIME_FIELDS]
     candidates.append((event.get("metadata") or {}).get("creationTimestamp"))
     for value in candidates:
-        if isinstance(value, str) and value:
-            try:
-                when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        when = timefmt.parse(value)
+        if when is not None:
+            return when
     return None
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from kubetrain import kube
+from kubetrain import kube, timefmt
 from kubetrain.local.node import podspec
 
 SERVICE_ACCOUNTS: Final = kube.Resource("", "v1", "serviceaccounts", kind="ServiceAccount")
@@ -78,12 +78,7 @@ class Tokens:
 
 
 def _parse_time(text: Any) -> datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+    return timefmt.parse(text)
 
 
 def api_address(url: str) -> tuple[str, int] | None:
