@@ -51,11 +51,14 @@ def test_kubectl_port_forward_to_a_pod_and_a_service(
     base = ["kubectl", "--kubeconfig", kubeconfig, "-n", namespace, "port-forward"]
     payloads = [b"first " * 5000, b"second " * 7000]
 
-    # kubectl's default: SPDY tunnelled in a WebSocket
-    with portforward.forwarding([*base, "pod/echo", f":{port}"]) as forward:
+    # kubectl's default: SPDY tunnelled in a WebSocket (at -v=4 kubectl says when it falls back
+    # to plain SPDY, which would pass the echo checks too)
+    with portforward.forwarding([*base, "-v=4", "pod/echo", f":{port}"]) as forward:
         assert forward.remote == port
         assert portforward.echoes_concurrently(forward, payloads) == payloads
         assert portforward.echoes_concurrently(forward, [b"again"]) == [b"again"]
+        assert "fallback to secondary dialer" not in forward.err.text
+        assert "Before WebSocket Upgrade Connection" in forward.err.text
 
     # kubectl's fallback, plain SPDY/3.1, to the pod behind the Service's named targetPort
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
