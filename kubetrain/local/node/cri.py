@@ -70,6 +70,7 @@ class ContainerSpec:
     image_entrypoint: bool = False  # no command given: the image's entrypoint, argv its args
     pull_policy: str = ""  # imagePullPolicy; "": Always for :latest, else IfNotPresent
     cpu_limit: float | None = None  # cores; the process runtime's are the worker's (cpulimit)
+    user: str = ""  # securityContext runAsUser[:runAsGroup]; "": the image's USER
 
 
 @dataclass(frozen=True)

@@ -368,6 +368,8 @@ class Engine:
             config["Cmd"] = []
         if spec.working_dir:
             config["WorkingDir"] = spec.working_dir
+        if spec.user:
+            config["User"] = spec.user
         return config
 
     # -- waiting, logs, stopping -------------------------------------------------------

@@ -755,8 +755,24 @@ def container_spec(
         image_entrypoint=engine and not given,
         pull_policy=str(container.get("imagePullPolicy") or ""),
         cpu_limit=cpu_limit(container),
+        user=run_as(pod, container) if engine else "",
     )
     return spec, environ
+
+
+def run_as(pod: Obj, container: Obj) -> str:
+    """``runAsUser[:runAsGroup]`` of the container's securityContext over the pod's, as a
+    container engine's ``User`` takes it; "" where neither sets a user (the image's own)."""
+    found: dict[str, Any] = {}
+    for context in (spec_of(pod).get("securityContext"), container.get("securityContext")):
+        if isinstance(context, Mapping):
+            found.update({k: context[k] for k in ("runAsUser", "runAsGroup") if k in context})
+    user, group = found.get("runAsUser"), found.get("runAsGroup")
+    if not isinstance(user, int) or isinstance(user, bool):
+        return ""
+    return (
+        f"{user}:{group}" if isinstance(group, int) and not isinstance(group, bool) else str(user)
+    )
 
 
 def cpu_limit(container: Obj) -> float | None:

@@ -62,6 +62,14 @@ trap 'echo "stopping gracefully"; exit 0' TERM
 while true; do sleep 0.1; done
 """
 
+# securityContext.runAsUser/runAsGroup: the image's user is not root, and still reaches its
+# emptyDir, its ConfigMap and its hosts file
+AS_USER = r"""
+echo wrote > /scratch/file
+name=$(grep -ow nonroot /etc/hosts)
+echo "$(id -u):$(id -g) $(cat /scratch/file) $(cat /etc/settings/mode) $name"
+"""
+
 
 def _replica(image: str, script: str, restart: str = "Never") -> dict[str, Any]:
     return {
@@ -236,6 +244,30 @@ def test_a_pod_restarts_on_failure_and_kubectl_logs_and_exec_reach_its_container
         {
             "apiVersion": "v1",
             "kind": "Pod",
+            "metadata": {"name": "nonroot"},
+            "spec": {
+                "restartPolicy": "Never",
+                "securityContext": {"runAsUser": 1000, "runAsGroup": 1000},
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": image,
+                        "command": ["sh", "-c", AS_USER],
+                        "volumeMounts": [
+                            {"name": "scratch", "mountPath": "/scratch"},
+                            {"name": "settings", "mountPath": "/etc/settings"},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "scratch", "emptyDir": {}},
+                    {"name": "settings", "configMap": {"name": "settings"}},
+                ],
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
             "metadata": {"name": "nopull"},
             "spec": {
                 "containers": [
@@ -293,6 +325,9 @@ def test_a_pod_restarts_on_failure_and_kubectl_logs_and_exec_reach_its_container
     pull = wait_for(waiting, timeout=TIMEOUT, interval=0.2)
     assert "kubetrain-test/missing:1" in pull["message"], pull
     assert kubectl.get("pod/nopull")["status"]["phase"] == "Pending"
+
+    kubectl("wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/nonroot", "--timeout=60s")
+    assert kubectl("logs", "nonroot") == "1000:1000 wrote container nonroot\n"
 
     began = time.monotonic()
     kubectl("delete", "pod", "life", "--timeout=60s")

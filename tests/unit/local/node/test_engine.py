@@ -64,6 +64,19 @@ def test_the_host_image_and_the_helper_images_still_run_as_host_processes() -> N
     assert spec_of({"name": "main", "image": "alpine:3.11", "command": ["true"]}).image
 
 
+def test_run_as_user_and_group_come_from_the_container_over_the_pod() -> None:
+    container = {"name": "m", "image": "busybox", "command": ["id"]}
+    for pod_context, own, user in (
+        ({}, {}, ""),
+        ({"runAsUser": 1000, "runAsGroup": 100}, {}, "1000:100"),
+        ({"runAsUser": 1000, "runAsGroup": 100}, {"runAsUser": 0}, "0:100"),
+        ({}, {"runAsGroup": 5}, ""),  # a group alone: the image's user
+    ):
+        mine = {**container, "securityContext": own}
+        whole = {**pod(mine), "spec": {"containers": [mine], "securityContext": pod_context}}
+        assert podspec.container_spec(whole, mine, podspec.Sources(), ENGINE_HOST)[0].user == user
+
+
 def test_without_an_engine_every_image_runs_as_host_processes() -> None:
     host = podspec.Host("node-a", "127.0.0.1")
     assert spec_of({"name": "m", "image": "busybox", "command": ["true"]}, host).image == ""
@@ -93,12 +106,13 @@ def test_the_create_request_keeps_the_pod_contract(tmp_path: Any) -> None:
         gpus=("1",),
         image="team/train:2",
         cpu_limit=0.5,
+        user="1000:100",
     )
     mounts = [{"source": "/v/data", "target": "/data", "readOnly": True}]
     config = engine._config(sb, spec, runtime.ContainerId("uid-1", "main", 2), mounts)
     host = config["HostConfig"]
     assert (config["Entrypoint"], config["Cmd"]) == (["python3", "train.py"], [])
-    assert (config["Env"], config["WorkingDir"]) == (["A=1"], "/code")
+    assert (config["Env"], config["WorkingDir"], config["User"]) == (["A=1"], "/code", "1000:100")
     assert host["NetworkMode"] == "host"
     assert host["Mounts"][0] == {
         "Type": "bind",
