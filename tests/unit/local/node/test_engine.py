@@ -186,3 +186,88 @@ def test_the_engines_log_frames_come_apart_by_stream() -> None:
         ("stdout", b"T2 more\n"),
         ("stderr", b"T3 err\n"),
     ]
+
+
+class FakeImages:
+    """The engine's images API: what it has, and what a pull answers."""
+
+    def __init__(self, present: set[str], pull_error: str = "") -> None:
+        self.present = present
+        self.pull_error = pull_error
+        self.pulled: list[str] = []
+
+    async def inspect(self, name: str) -> dict[str, Any]:
+        if name not in self.present:
+            raise node_engine.aiodocker.DockerError(404, f"No such image: {name}")
+        return {"Id": "sha256:1"}
+
+    async def pull(self, name: str) -> list[dict[str, Any]]:
+        self.pulled.append(name)
+        if self.pull_error:
+            raise node_engine.aiodocker.DockerError(500, self.pull_error)
+        self.present.add(name)
+        return [{"status": "Downloaded newer image"}]
+
+
+PULLS = {
+    "IfNotPresent and present: no pull": ("t:1", "IfNotPresent", {"t:1"}, "", [], ""),
+    "no policy, a tag, present: no pull": ("t:1", "", {"t:1"}, "", [], ""),
+    "no policy and :latest: a pull each start": ("t", "", {"t"}, "", ["t"], ""),
+    "Always, the registry out of reach: the copy here runs": (
+        "t:1",
+        "Always",
+        {"t:1"},
+        "no such host",
+        ["t:1"],
+        "",
+    ),
+    "missing and the pull fails: ErrImagePull with the engine's message": (
+        "t:1",
+        "IfNotPresent",
+        set(),
+        'Get "https://registry-1.docker.io/v2/": no such host',
+        ["t:1"],
+        'ErrImagePull: failed to pull and unpack image "t:1": Get "https://registry-1.docker.io'
+        '/v2/": no such host',
+    ),
+    "Never and missing: ErrImageNeverPull": (
+        "t:1",
+        "Never",
+        set(),
+        "",
+        [],
+        'ErrImageNeverPull: Container image "t:1" is not present with pull policy of Never',
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("image", "policy", "present", "pull_error", "pulled", "refused"),
+    PULLS.values(),
+    ids=list(PULLS),
+)
+def test_the_image_pull_policy_is_honoured(
+    tmp_path: Any,
+    image: str,
+    policy: str,
+    present: set[str],
+    pull_error: str,
+    pulled: list[str],
+    refused: str,
+) -> None:
+    engine = node_engine.Engine(runtime.Settings(root=str(tmp_path)), "docker", "unix:///x.sock")
+    images = FakeImages(set(present), pull_error)
+
+    class FakeDocker:
+        pass
+
+    fake = FakeDocker()
+    fake.images = images  # type: ignore[attr-defined]
+    engine._docker = fake  # type: ignore[assignment]
+    spec = runtime.ContainerSpec("main", (), (), image=image, pull_policy=policy)
+    try:
+        asyncio.run(engine._image(spec))
+        outcome = ""
+    except runtime.StartError as exc:
+        outcome = f"{exc.reason}: {exc.message}"
+    assert (outcome, images.pulled) == (refused, pulled)
