@@ -276,6 +276,9 @@ class Agent:
         finally:
             self._tasks = None
             await endpoint.close()
+            close = getattr(self.runtime, "close", None)  # a container engine's client
+            if close is not None:
+                await close()
 
     def identity(self, capacity: Mapping[str, str]) -> heartbeat.Identity:
         """What the Node says about this node once its endpoint serves: the addresses the API
