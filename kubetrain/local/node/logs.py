@@ -212,8 +212,9 @@ class _Formatter:
 
 
 def _stamp(moment: datetime) -> bytes:
-    """A time as the shim writes it, so that records compare as bytes."""
+    """A time as the shim writes it (:func:`~kubetrain.local.node.shim.rfc3339`), so that
+    records compare as bytes."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    utc = moment.astimezone(timezone.utc)
-    return (utc.strftime("%Y-%m-%dT%H:%M:%S") + f".{utc.microsecond:06d}000Z").encode()
+    whole = int(moment.replace(microsecond=0).timestamp())
+    return shim.rfc3339(whole * 1_000_000_000 + moment.microsecond * 1000).encode()

@@ -109,6 +109,9 @@ class CannotRun(Exception):
 
 
 def rfc3339(ns: int) -> str:
+    """A record's time: RFC 3339 in UTC with nine fraction digits, fixed width so that times
+    compare as text. Written here, not through :mod:`kubetrain.timefmt`, because the shim
+    starts as its own small process and imports nothing of kubetrain."""
     seconds, fraction = divmod(ns, 1_000_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{fraction:09d}Z"
 
