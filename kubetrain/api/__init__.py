@@ -9,7 +9,6 @@ from kubetrain.api._admission import Invalid, Review, RuntimeLookup, admit, revi
 from kubetrain.api._crds import crd_filename, crds
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._parse import KINDS, Resource, parse, subject
-from kubetrain.api._quantity import cpu_count, gpu_count, parse_quantity, whole_value
 from kubetrain.api._runtime_validation import MPI_LAUNCHER_AS_NODE_MESSAGE
 from kubetrain.api._trainer import (
     ANCESTOR_LABEL,
@@ -50,6 +49,7 @@ from kubetrain.api._v1 import (
     TFJob,
     XGBoostJob,
 )
+from kubetrain.quantity import cpu_count, gpu_count, parse_quantity, whole_value
 
 __all__ = [
     "ANCESTOR_LABEL",

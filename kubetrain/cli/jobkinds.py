@@ -5,8 +5,13 @@ names a kind as kubectl accepts it (``pytorchjob``, ``pytorchjobs``, ``PyTorchJo
 ``pytorchjobs.kubeflow.org``) or by its framework (``pytorch``, ``tf``), and a job as
 ``NAME`` or ``KIND/NAME``.
 
-Owns: the table of kinds (resource, replica field, default container, the labels that find a
-job's pods) and parsing of kind and job references. Pure: no I/O.
+Owns: the table of kinds (resource, replica field, replica types, default container, the
+labels that find a job's pods) and parsing of kind and job references. Pure: no I/O.
+
+The table is written out here rather than read off ``kubetrain.api``'s models and
+``kubetrain.frameworks``: importing those builds every job model with pydantic, about a
+sixth of what ``kubetrain list`` and ``get`` cost, for a handful of names. The models stay
+the authority: ``tests/unit/cli/test_jobkinds.py`` checks every entry against them.
 """
 
 from __future__ import annotations
@@ -15,9 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain import api, frameworks
 from kubetrain.cli.errors import UserError
-from kubetrain.kube import Resource
+from kubetrain.kube.resource import Resource
 
 V1_GROUP, V1_VERSION = "kubeflow.org", "v1"
 TRAINER_GROUP = "trainer.kubeflow.org"
@@ -27,6 +31,12 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+# What the v1 controllers put on their pods (kubetrain.api's labels).
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+NODE = "node"  # a TrainJob's trainer: its replicated job and container (kubetrain.api.NODE)
 
 FRAMEWORK_NAMES: Mapping[str, tuple[str, ...]] = {
     "TFJob": ("tf", "tensorflow"),
@@ -50,6 +60,7 @@ class JobKind:
     replica_types: tuple[str, ...]  # CamelCase, in the framework's order
     default_container: str
     controller: str | None  # v1: the operator-name label value of its pods
+    unindexed: frozenset[str] = frozenset()  # replica types whose one pod has no index
 
     @property
     def v1(self) -> bool:
@@ -72,7 +83,7 @@ class JobKind:
         """The label selector of a job's pods."""
         if self.controller is None:
             return f"{JOBSET_NAME_LABEL}={name}"
-        return f"{api.JOB_NAME_LABEL}={name},{api.OPERATOR_NAME_LABEL}={self.controller}"
+        return f"{JOB_NAME_LABEL}={name},{OPERATOR_NAME_LABEL}={self.controller}"
 
     def aliases(self) -> tuple[str, ...]:
         plural, group = self.resource.plural, self.resource.group
@@ -85,27 +96,48 @@ class JobKind:
         )
 
 
-def _v1(framework: frameworks.Framework) -> JobKind:
-    cls = framework.job_class
+def _v1(
+    kind: str,
+    replica_field: str,
+    replica_types: tuple[str, ...],
+    default_container: str,
+    unindexed: frozenset[str] = frozenset(),
+) -> JobKind:
     return JobKind(
-        kind=cls.KIND,
-        resource=Resource(V1_GROUP, V1_VERSION, cls.PLURAL, kind=cls.KIND),
-        replica_field=cls.REPLICA_FIELD,
-        replica_types=cls.REPLICA_TYPES,
-        default_container=cls.DEFAULT_CONTAINER,
-        controller=framework.controller,
+        kind=kind,
+        resource=Resource(V1_GROUP, V1_VERSION, f"{kind.lower()}s", kind=kind),
+        replica_field=replica_field,
+        replica_types=replica_types,
+        default_container=default_container,
+        controller=f"{kind.lower()}-controller",
+        unindexed=unindexed,
     )
 
 
 TRAINJOB = JobKind(
-    kind=api.TrainJob.KIND,
-    resource=Resource(TRAINER_GROUP, TRAINER_VERSION, api.TrainJob.PLURAL, kind="TrainJob"),
+    kind="TrainJob",
+    resource=Resource(TRAINER_GROUP, TRAINER_VERSION, "trainjobs", kind="TrainJob"),
     replica_field=None,
-    replica_types=(api.NODE,),
-    default_container=api.NODE,
+    replica_types=(NODE,),
+    default_container=NODE,
     controller=None,
 )
-KINDS: tuple[JobKind, ...] = (*(_v1(f) for f in frameworks.FRAMEWORKS), TRAINJOB)
+# In the order of kubetrain.frameworks.FRAMEWORKS, then TrainJob.
+KINDS: tuple[JobKind, ...] = (
+    _v1("TFJob", "tfReplicaSpecs", ("Chief", "Evaluator", "Master", "PS", "Worker"), "tensorflow"),
+    _v1("PyTorchJob", "pytorchReplicaSpecs", ("Master", "Worker"), "pytorch"),
+    _v1("XGBoostJob", "xgbReplicaSpecs", ("Master", "Worker"), "xgboost"),
+    _v1("PaddleJob", "paddleReplicaSpecs", ("Master", "Worker"), "paddle"),
+    _v1("JAXJob", "jaxReplicaSpecs", ("Worker",), "jax"),
+    _v1("MPIJob", "mpiReplicaSpecs", ("Launcher", "Worker"), "mpi", frozenset({"Launcher"})),
+    _v1(
+        "MXJob",
+        "mxReplicaSpecs",
+        ("Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"),
+        "mxnet",
+    ),
+    TRAINJOB,
+)
 
 _BY_ALIAS: dict[str, JobKind] = {alias: k for k in KINDS for alias in k.aliases()}
 _BY_KIND: dict[str, JobKind] = {k.kind: k for k in KINDS}

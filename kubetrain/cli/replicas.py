@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain import api, frameworks
 from kubetrain.cli import jobkinds, jobstate
 
 DEFAULT_CONTAINER_ANNOTATION = "kubectl.kubernetes.io/default-container"
@@ -40,9 +39,9 @@ def identify(pod: Mapping[str, Any], kind: jobkinds.JobKind) -> tuple[str, int |
     when the framework knows it."""
     labels = _labels(pod)
     if kind.v1:
-        lowered = labels.get(api.REPLICA_TYPE_LABEL, "")
+        lowered = labels.get(jobkinds.REPLICA_TYPE_LABEL, "")
         rtype = next((t for t in kind.replica_types if t.lower() == lowered), lowered)
-        return rtype or "replica", _index(labels.get(api.REPLICA_INDEX_LABEL))
+        return rtype or "replica", _index(labels.get(jobkinds.REPLICA_INDEX_LABEL))
     rjob = labels.get(jobkinds.REPLICATED_JOB_LABEL) or "node"
     return rjob, _index(labels.get(jobkinds.JOB_INDEX_LABEL))
 
@@ -53,7 +52,7 @@ def replica_id(rtype: str, index: int | None, kind: jobkinds.JobKind) -> str:
     name = rtype.lower()
     if index is None:
         return name
-    if not kind.v1 and name != api.NODE and index == 0:
+    if not kind.v1 and name != jobkinds.NODE and index == 0:
         return name
     return f"{name}-{index}"
 
@@ -76,7 +75,7 @@ def expected(job: Mapping[str, Any]) -> list[Replica]:
     for rtype, count in jobstate.replica_specs(job):
         if count is None:
             continue
-        if kind.controller is not None and rtype in _unindexed(kind):
+        if kind.controller is not None and rtype in kind.unindexed:
             found.append(Replica(replica_id(rtype, None, kind), rtype, None))
             continue
         found += [Replica(replica_id(rtype, i, kind), rtype, i) for i in range(count)]
@@ -104,7 +103,7 @@ def node_counts(
     running = {
         replica.id
         for replica in map(lambda pod: of_pod(pod, kind), pods)
-        if replica.rtype == api.NODE and phase(replica.pod) == "Running"
+        if replica.rtype == jobkinds.NODE and phase(replica.pod) == "Running"
     }
     [(_, nodes)] = jobstate.replica_specs(job)
     return len(running), nodes if nodes is not None else runtime_nodes
@@ -242,10 +241,6 @@ def default_container(pod: Mapping[str, Any], kind: jobkinds.JobKind) -> str | N
     if kind.default_container in names:
         return kind.default_container
     return names[0] if names else None
-
-
-def _unindexed(kind: jobkinds.JobKind) -> frozenset[str]:
-    return frameworks.for_kind(kind.kind).unindexed if kind.v1 else frozenset()
 
 
 def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:

@@ -12,9 +12,10 @@ Owns: that wording. Must not: decide whether something is invalid (``kubetrain.a
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubetrain import api
+if TYPE_CHECKING:  # for a type only: the client layer is imported without the job models
+    from kubetrain import api
 
 # Kubernetes' field.ErrorType → StatusCause reason (metav1.CauseType).
 CAUSE_TYPES = {

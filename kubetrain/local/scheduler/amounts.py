@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from kubetrain import api
+from kubetrain import quantity
 
 Amounts = dict[str, Fraction]
 
@@ -32,7 +32,7 @@ def parse(resources: Any) -> Amounts:
         if not isinstance(name, str):
             continue
         try:
-            out[name] = api.parse_quantity(value)
+            out[name] = quantity.parse_quantity(value)
         except ValueError:
             continue
     return out

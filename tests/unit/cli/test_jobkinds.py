@@ -86,3 +86,48 @@ def test_is_job_needs_the_group_to_match() -> None:
     assert jobkinds.is_job({"apiVersion": "trainer.kubeflow.org/v2alpha1", "kind": "TrainJob"})
     assert not jobkinds.is_job({"apiVersion": "batch/v1", "kind": "Job"})
     assert not jobkinds.is_job({"apiVersion": "example.com/v1", "kind": "TFJob"})
+
+
+def test_the_table_says_what_the_job_models_and_frameworks_say() -> None:
+    """The command line writes its kinds out so as not to import the models; they decide."""
+    from kubetrain import api, frameworks  # the authorities, which jobkinds must not import
+
+    v1 = [
+        (
+            k.kind,
+            k.resource.group,
+            k.resource.version,
+            k.resource.plural,
+            k.replica_field,
+            k.replica_types,
+            k.default_container,
+            k.controller,
+            k.unindexed,
+        )
+        for k in jobkinds.KINDS
+        if k.v1
+    ]
+    assert v1 == [
+        (
+            f.job_class.KIND,
+            "kubeflow.org",
+            "v1",
+            f.job_class.PLURAL,
+            f.job_class.REPLICA_FIELD,
+            f.job_class.REPLICA_TYPES,
+            f.job_class.DEFAULT_CONTAINER,
+            f.controller,
+            f.unindexed,
+        )
+        for f in frameworks.FRAMEWORKS
+    ]
+    assert [api.KINDS[(k.resource.group, k.kind)] for k in jobkinds.KINDS] == [
+        *(f.job_class for f in frameworks.FRAMEWORKS),
+        api.TrainJob,
+    ]
+    trainjob = jobkinds.TRAINJOB
+    assert (trainjob.kind, trainjob.resource.plural) == (api.TrainJob.KIND, api.TrainJob.PLURAL)
+    assert trainjob.replica_types == (api.NODE,)
+    assert trainjob.default_container == api.NODE
+    labels = ("JOB_NAME_LABEL", "OPERATOR_NAME_LABEL", "REPLICA_TYPE_LABEL", "REPLICA_INDEX_LABEL")
+    assert [getattr(jobkinds, n) for n in labels] == [getattr(api, n) for n in labels]

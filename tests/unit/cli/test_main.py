@@ -68,6 +68,8 @@ HEAVY_FOR_LIST_AND_GET = (
     "kubetrain.local.node",
     "kubetrain.local.scheduler.scheduler",  # `get` explains a wait with its pure modules
     "kubetrain.cli.controlplane",
+    "kubetrain.api",  # every job model, built by pydantic: cli.jobkinds writes out the kinds
+    "kubetrain.frameworks",
     "cryptography",
     "kubernetes.client",  # the library's synchronous half: kubetrain uses kubernetes.aio
     "kubernetes.aio.dynamic",

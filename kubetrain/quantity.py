@@ -8,6 +8,10 @@ to a whole number ("500m" is 1 CPU, "2.5" is 3), and a GPU is any resource whose
 
 This module only reads values; whether a manifest's quantities are well formed is reported by
 the pod-template checks with field paths. Here a malformed quantity counts as absent.
+
+Pure, and imports nothing of kubetrain, so every layer may use it: ``kubetrain.api``
+re-exports it, and the scheduler's amounts (which ``kubetrain get`` uses to explain a wait)
+read quantities without loading the job models.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kubetrain.api import _quantity as q
+from kubetrain import quantity as q
 
 
 @pytest.mark.parametrize(
