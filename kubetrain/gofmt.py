@@ -8,7 +8,8 @@ admission checks in :mod:`kubetrain.api`, the node's env files) prints it throug
 - :func:`go_quote`: ``%q`` of a string (``strconv.Quote``);
 - :func:`go_float`: ``%v`` of a float64 (shortest digits, ``e`` form from ``1e+06``);
 - :func:`go_v`: ``%v`` of a decoded JSON value: ``<nil>``, ``map[a:1 b:x]``, ``[1 2]``;
-- :func:`go_sharp`: ``%#v`` of one: ``map[string]interface {}{"a":1}``;
+- :func:`go_sharp`: ``%#v`` of one: ``map[string]interface {}{"a":1}``; :func:`go_strings`:
+  ``%#v`` of a ``[]string``;
 - :func:`go_value`: a bad value of a decoded JSON object as ``field.Error`` prints it (``%q``
   for a string, ``%v`` for a number or boolean, ``null``, ``%#v`` for the rest). Checks of
   typed objects (the built-in kinds, the webhooks) print lists and objects their own way, as
@@ -176,6 +177,13 @@ def go_sharp(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[]interface {}{" + ", ".join(go_sharp(v) for v in value) + "}"
     return go_quote(str(value))
+
+
+def go_strings(values: Any) -> str:
+    """A ``[]string`` as ``%#v`` prints it (``[]string{"/a", "/b"}``); one value counts as a
+    list of one."""
+    items = values if isinstance(values, list) else [values]
+    return "[]string{" + ", ".join(go_quote(str(v)) for v in items) + "}"
 
 
 def go_value(value: Any) -> str:

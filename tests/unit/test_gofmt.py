@@ -25,6 +25,7 @@ CASES = [
         ' "c":map[string]interface {}{"d":true}}',
         id="%#v: a decoded JSON map",
     ),
+    pytest.param(gofmt.go_strings, ["/a", 'b"'], '[]string{"/a", "b\\""}', id="%#v: []string"),
     pytest.param(gofmt.go_value, "é\n", '"é\\n"', id="field.Error: a string as %q"),
     pytest.param(gofmt.go_value, None, "null", id="field.Error: null"),
     pytest.param(gofmt.go_value, 2.0e7, "2e+07", id="field.Error: a float64 as %v"),

@@ -30,14 +30,8 @@ Obj = strategies.Obj
 Cause = strategies.Cause
 
 
-def go_strings(values: Any) -> str:
-    """A ``[]string`` as Go's ``%#v`` prints it in a field error: ``[]string{"/a", "/b"}``."""
-    items = values if isinstance(values, list) else [values]
-    return "[]string{" + ", ".join(gofmt.go_quote(str(v)) for v in items) + "}"
-
-
 def _urls_invalid(path: str, urls: Any, detail: str) -> Cause:
-    return errors.cause("Invalid value", path, f"Invalid value: {go_strings(urls)}: {detail}")
+    return errors.cause("Invalid value", path, f"Invalid value: {gofmt.go_strings(urls)}: {detail}")
 
 
 def _rules_causes(rules: Any, namespaced: bool) -> list[Cause]:
