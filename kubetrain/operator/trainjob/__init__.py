@@ -22,7 +22,7 @@ headless Service, plus the Secrets, ConfigMaps and PodGroups the plugins ask for
                                      policies, restarts (pure)
     status                           conditions (Suspended, Complete, Failed, Running), deadline
     messages                         upstream's reasons and messages, word for word
-    strategicmerge, podrequests      pod-template merges and pod resource sums (pure)
+    upserts, podrequests             keyed-list upserts into containers, pod resource sums (pure)
     hostport                         a job's port when its pods share the host's network
     kinds, conditions, sshkeys       resources, condition lists, MPI key pairs
 

@@ -40,7 +40,7 @@ from kubetrain.operator.trainjob import (
     observation,
     phases,
     runtime_info,
-    strategicmerge,
+    upserts,
 )
 
 API_VERSION: Final = "jobset.x-k8s.io/v1alpha2"
@@ -81,7 +81,7 @@ def _copy_pod_set(rjob: dict[str, Any], pod_set: runtime_info.PodSet) -> None:
     job_spec["completions"] = pod_set.count
     pod_spec = runtime_info.ensure_pod_spec(rjob)
     if pod_set.volumes:
-        strategicmerge.upsert_volumes(_list(pod_spec, "volumes"), pod_set.volumes)
+        upserts.upsert_volumes(_list(pod_spec, "volumes"), pod_set.volumes)
     for key, edits in (
         ("containers", pod_set.containers),
         ("initContainers", pod_set.init_containers),
@@ -91,11 +91,11 @@ def _copy_pod_set(rjob: dict[str, Any], pod_set: runtime_info.PodSet) -> None:
             if container is None:
                 continue
             if edit.env:
-                strategicmerge.upsert_env(_list(container, "env"), edit.env)
+                upserts.upsert_env(_list(container, "env"), edit.env)
             if edit.ports:
-                strategicmerge.upsert_ports(_list(container, "ports"), edit.ports)
+                upserts.upsert_ports(_list(container, "ports"), edit.ports)
             if edit.volume_mounts:
-                strategicmerge.upsert_mounts(_list(container, "volumeMounts"), edit.volume_mounts)
+                upserts.upsert_mounts(_list(container, "volumeMounts"), edit.volume_mounts)
 
 
 def _initializer(rjob: dict[str, Any], ancestor: str, job: api.TrainJob) -> None:
@@ -109,8 +109,8 @@ def _initializer(rjob: dict[str, Any], ancestor: str, job: api.TrainJob) -> None
         return
     env = _list(container, "env")
     if source.storage_uri is not None:
-        strategicmerge.upsert_env(env, [{"name": STORAGE_URI_ENV, "value": source.storage_uri}])
-    strategicmerge.upsert_env(env, source.env or [])
+        upserts.upsert_env(env, [{"name": STORAGE_URI_ENV, "value": source.storage_uri}])
+    upserts.upsert_env(env, source.env or [])
     if source.secret_ref is not None and source.secret_ref.name:
         _list(container, "envFrom").append({"secretRef": {"name": source.secret_ref.name}})
     uri = source.storage_uri or ""
@@ -121,10 +121,8 @@ def _initializer(rjob: dict[str, Any], ancestor: str, job: api.TrainJob) -> None
             "persistentVolumeClaim": {"claimName": claim, "readOnly": True},
         }
         mount = {"name": PVC_SOURCE_VOLUME, "mountPath": PVC_SOURCE_MOUNT, "readOnly": True}
-        strategicmerge.upsert_volumes(
-            _list(runtime_info.ensure_pod_spec(rjob), "volumes"), [volume]
-        )
-        strategicmerge.upsert_mounts(_list(container, "volumeMounts"), [mount])
+        upserts.upsert_volumes(_list(runtime_info.ensure_pod_spec(rjob), "volumes"), [volume])
+        upserts.upsert_mounts(_list(container, "volumeMounts"), [mount])
 
 
 def _trainer(rjob: dict[str, Any], info: runtime_info.RuntimeInfo, is_trainer: bool) -> None:
@@ -142,7 +140,7 @@ def _trainer(rjob: dict[str, Any], info: runtime_info.RuntimeInfo, is_trainer: b
         if trainer.args is not None:
             container["args"] = list(trainer.args)
     if trainer.env:
-        strategicmerge.upsert_env(_list(container, "env"), trainer.env)
+        upserts.upsert_env(_list(container, "env"), trainer.env)
 
 
 def _host_network(rjob: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from kubetrain import api
 from kubetrain.frameworks.trainjob import mpi as contract
-from kubetrain.operator.trainjob import phases, runtime_info, strategicmerge
+from kubetrain.operator.trainjob import phases, runtime_info, upserts
 
 SECRET_TYPE = "kubernetes.io/ssh-auth"
 
@@ -47,17 +47,15 @@ class MPI:
         for pod_set in info.pod_sets:
             if pod_set.name not in (api.NODE, api.LAUNCHER):
                 continue
-            strategicmerge.upsert_volumes(pod_set.volumes, contract.volumes(info.job, pod_set.name))
+            upserts.upsert_volumes(pod_set.volumes, contract.volumes(info.job, pod_set.name))
             container = pod_set.container(api.NODE)
             if container is None:
                 continue
-            strategicmerge.upsert_mounts(
+            upserts.upsert_mounts(
                 container.volume_mounts, contract.volume_mounts(info.runtime, pod_set.name)
             )
             if pod_set.name == api.LAUNCHER and supported:
-                strategicmerge.upsert_env(
-                    container.env, contract.launcher_env(info.job, info.runtime)
-                )
+                upserts.upsert_env(container.env, contract.launcher_env(info.job, info.runtime))
 
     def pre_build(self, info: runtime_info.RuntimeInfo) -> list[api.FieldError]:
         policy = info.ml_policy.mpi if info.ml_policy is not None else None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kubetrain import api
 from kubetrain.frameworks.trainjob import torch as contract
-from kubetrain.operator.trainjob import runtime_info, strategicmerge
+from kubetrain.operator.trainjob import runtime_info, upserts
 from kubetrain.operator.trainjob.plugins import torchtune, trainer
 
 SHARE_STORE_ENV = "TORCH_DISABLE_SHARE_RDZV_TCP_STORE"
@@ -43,7 +43,7 @@ class Torch:
             pod_set = info.pod_set(job_name)
             container = pod_set.container(container_name) if pod_set is not None else None
             if container is not None:
-                strategicmerge.upsert_env(
+                upserts.upsert_env(
                     container.env, contract.injected_env(info.job, info.runtime, info.port)
                 )
         if contract.is_torchtune(info.job):

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubetrain import api
-from kubetrain.operator.trainjob import runtime_info, strategicmerge
+from kubetrain.operator.trainjob import runtime_info, upserts
 
 
 def apply_num_nodes(info: runtime_info.RuntimeInfo, count: int | None = None) -> None:
@@ -32,11 +32,11 @@ def apply_env(info: runtime_info.RuntimeInfo, env: Iterable[Mapping[str, Any]] =
     if container is None:
         return
     if info.trainer is not None and info.trainer.env:
-        strategicmerge.upsert_env(container.env, info.trainer.env)
-    strategicmerge.upsert_env(container.env, env)
+        upserts.upsert_env(container.env, info.trainer.env)
+    upserts.upsert_env(container.env, env)
 
 
 def apply_ports(info: runtime_info.RuntimeInfo, ports: Iterable[Mapping[str, Any]]) -> None:
     container = info.trainer_container()
     if container is not None:
-        strategicmerge.upsert_ports(container.ports, ports)
+        upserts.upsert_ports(container.ports, ports)

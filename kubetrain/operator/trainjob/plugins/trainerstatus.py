@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Final
 
 from kubetrain.frameworks.trainjob import node
-from kubetrain.operator.trainjob import runtime_info, strategicmerge
+from kubetrain.operator.trainjob import runtime_info, upserts
 
 NAME_ENV: Final = "KUBETRAIN_TRAINJOB_NAME"  # kubetrain.progress.NAME_ENV
 NAMESPACE_ENV: Final = "KUBETRAIN_TRAINJOB_NAMESPACE"  # kubetrain.progress.NAMESPACE_ENV
@@ -29,7 +29,7 @@ class TrainerStatus:
         container = info.trainer_container()
         if container is None:
             return
-        strategicmerge.upsert_env(
+        upserts.upsert_env(
             container.env,
             [node.value_env(NAME_ENV, info.name), node.value_env(NAMESPACE_ENV, info.namespace)],
         )

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kubetrain import patches
-from kubetrain.operator.trainjob import strategicmerge
+from kubetrain.operator.trainjob import upserts
 
 BASE: dict[str, Any] = {
     "metadata": {"labels": {"a": "1"}},
@@ -73,7 +73,7 @@ def test_unkeyed_lists_are_replaced_maps_merge_and_null_deletes() -> None:
 
 def test_upsert_replaces_in_place_and_appends_the_rest() -> None:
     env = [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
-    strategicmerge.upsert_env(env, [{"name": "A", "value": "9"}, {"name": "C", "value": "3"}])
+    upserts.upsert_env(env, [{"name": "A", "value": "9"}, {"name": "C", "value": "3"}])
     assert env == [
         {"name": "A", "value": "9"},
         {"name": "B", "value": "2"},
