@@ -3,9 +3,13 @@ a job's queue, its queue line and why it waits, as ``kubetrain get`` shows them.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timezone
 from typing import Any
 
+import pytest
+
+from kubetrain import kube
 from kubetrain.cli import get, queuing
 from tests.unit.cli.jobobjects import v1_job
 
@@ -150,3 +154,65 @@ def test_get_shows_the_queue_and_why_the_job_waits() -> None:
     plain = get.describe(v1_job(), [], [], now)
     assert "Queue:" not in plain
     assert "Waiting:" not in plain
+
+
+class _Discovery:
+    """A client that answers discovery requests from ``docs`` by path, and notes each path."""
+
+    def __init__(self, docs: dict[str, Any]) -> None:
+        self.docs = docs
+        self.asked: list[str] = []
+
+    async def request(self, method: str, path: str) -> Any:
+        self.asked.append(f"{method} {path}")
+        if path not in self.docs:
+            raise kube.NotFound(f"{path} not found")
+        return self.docs[path]
+
+
+def _groups(*group_versions: str) -> dict[str, Any]:
+    return {
+        "groups": [
+            {"name": gv.split("/")[0], "versions": [{"version": gv.split("/")[1]}]}
+            for gv in group_versions
+        ]
+    }
+
+
+VOLCANO_V1BETA1 = {
+    "groupVersion": "scheduling.volcano.sh/v1beta1",
+    "resources": [
+        {"name": "queues", "kind": "Queue"},
+        {"name": "queues/status", "kind": "Queue"},
+        {"name": "podgroups", "namespaced": True, "kind": "PodGroup"},
+    ],
+}
+SERVED = [
+    ({"/apis": _groups("apps/v1", "scheduling.volcano.sh/v1beta1", "kueue.x-k8s.io/v1beta1"),
+      "/apis/scheduling.volcano.sh/v1beta1": VOLCANO_V1BETA1}, (True, True), 2),
+    ({"/apis": _groups("apps/v1", "kubeflow.org/v1")}, (False, False), 1),
+    ({"/apis": _groups("scheduling.volcano.sh/v1beta1"),
+      "/apis/scheduling.volcano.sh/v1beta1": {"resources": [{"name": "podgroups"}]}},
+     (False, False), 2),
+    ({"/apis": _groups("scheduling.volcano.sh/v1beta1", "kueue.x-k8s.io/v1beta2")},
+     (False, True), 2),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("docs", "answer", "requests"),
+    SERVED,
+    ids=[
+        "Volcano's queues and Kueue both served",
+        "neither group listed: one request",
+        "Volcano's group without queues",
+        "Volcano's group-version failing to answer counts as not served",
+    ],
+)
+def test_served_reads_the_group_list_and_volcano_s_group_version_only(
+    docs: dict[str, Any], answer: tuple[bool, bool], requests: int
+) -> None:
+    client = _Discovery(docs)
+    assert asyncio.run(queuing.served(client)) == answer  # type: ignore[arg-type]
+    assert client.asked[0] == "GET /apis"
+    assert len(client.asked) == requests
