@@ -400,11 +400,13 @@ class Engine:
         return state
 
     async def _copy_log(self, id: runtime.ContainerId, container: str) -> None:
+        """The engine's log stream into the attempt's CRI log: followed until the container
+        ends, then read once more from the last line copied, since a follow may end before
+        the last lines (Docker 20.10 did, under a fast writer). A copy that resumes (after a
+        restart, or that second read) skips what the log has: the lines before its last time
+        and as many at that time as it had (an engine may stamp to the second only)."""
         path = self.log_path(id)
-        last = await asyncio.to_thread(_last_time, path)
-        params: dict[str, Any] = {"stdout": 1, "stderr": 1, "follow": 1, "timestamps": 1}
-        if last:
-            params["since"] = f"{last // 1_000_000_000}.{last % 1_000_000_000:09d}"
+        seen, seen_count = await asyncio.to_thread(_last_time, path)
         writer = await asyncio.to_thread(shim.LogWriter, path, self.settings.log_max_bytes)
         pending: list[bytes] = []  # records read, not yet written
         writing: asyncio.Future[None] | None = None
@@ -417,21 +419,50 @@ class Engine:
                 pending.clear()
                 await asyncio.to_thread(writer.write, batch)
 
+        def record(stream: str, when: int, text: bytes) -> None:
+            nonlocal writing, seen, seen_count
+            head = shim.rfc3339(when).encode() + b" " + stream.encode() + b" F "
+            pending.append(head + text.rstrip(b"\n") + b"\n")
+            if seen is None or when > seen:
+                seen, seen_count = when, 1
+            elif when == seen:
+                seen_count += 1
+            if writing is None or writing.done():
+                if writing is not None:
+                    writing.result()  # a failed write stops the copy
+                writing = asyncio.ensure_future(drain())
+
         try:
-            async with self.docker._query(
-                f"containers/{container}/logs", params=params, timeout=None
-            ) as response:
-                async for stream, line in _frames(response.content):
-                    stamp, _, text = line.partition(b" ")
-                    when = _ns(stamp.decode(errors="replace"))
-                    if when is None or (last and when <= last):
-                        continue
-                    head = shim.rfc3339(when).encode() + b" " + stream.encode() + b" F "
-                    pending.append(head + text.rstrip(b"\n") + b"\n")
-                    if writing is None or writing.done():
-                        if writing is not None:
-                            writing.result()  # a failed write stops the copy
-                        writing = asyncio.ensure_future(drain())
+            for follow in (1, 0):
+                mark, skip = seen, seen_count
+                pieces: dict[str, tuple[int, bytes]] = {}  # per stream: a line begun, its time
+                params: dict[str, Any] = {"stdout": 1, "stderr": 1, "timestamps": 1}
+                params["follow"] = follow
+                if mark:
+                    params["since"] = f"{mark // 1_000_000_000}.{mark % 1_000_000_000:09d}"
+                async with self.docker._query(
+                    f"containers/{container}/logs", params=params, timeout=None
+                ) as response:
+                    async for stream, line in _frames(response.content):
+                        stamp, _, text = line.partition(b" ")
+                        when = _ns(stamp.decode(errors="replace"))
+                        if when is None:
+                            continue
+                        held = pieces.pop(stream, None)
+                        if held is not None:  # the rest of a line the engine sent in pieces
+                            when, text = held[0], held[1] + text
+                        if not text.endswith(b"\n"):
+                            pieces[stream] = (when, text)  # Podman: a line over 8 KiB, say
+                            continue
+                        if mark and when < mark:
+                            continue
+                        if mark and when == mark and skip:  # the log has it already
+                            skip -= 1
+                            continue
+                        record(stream, when, text)
+                if not follow:  # a last line without its newline, as containerd keeps it
+                    for stream, (when, text) in pieces.items():
+                        record(stream, when, text)
             if writing is not None:
                 await writing
             await drain()
@@ -704,19 +735,25 @@ def _time(text: str | None) -> datetime | None:
     return timefmt.parse(text)
 
 
-def _last_time(path: str) -> int | None:
-    """The time of the last record of a log (None: empty or missing)."""
+def _last_time(path: str) -> tuple[int | None, int]:
+    """The time of the last record of a log (None: empty or missing) and how many records
+    have that time: an engine may stamp to the second only (Podman), so a copy that resumes
+    from that time skips as many as it had, not every line of that second."""
     try:
         with open(path, "rb") as f:
             f.seek(max(0, os.fstat(f.fileno()).st_size - 65536))
             lines = f.read().splitlines()
     except OSError:
-        return None
+        return None, 0
+    last, count = None, 0
     for line in reversed(lines):
         when = _ns(line.split(b" ", 1)[0].decode(errors="replace"))
-        if when is not None:
-            return when
-    return None
+        if when is None:
+            continue
+        if last is not None and when != last:
+            break
+        last, count = when, count + 1
+    return last, count
 
 
 def _remove_dir(path: str) -> None:
