@@ -63,18 +63,14 @@ LABEL_NAMESPACE: Final = f"{LABEL}.pod-namespace"
 LABEL_NAME: Final = f"{LABEL}.pod-name"
 LABEL_CONTAINER: Final = f"{LABEL}.container"
 LABEL_ATTEMPT: Final = f"{LABEL}.attempt"
-ERR_IMAGE_PULL: Final = runtime.ERR_IMAGE_PULL
-ERR_IMAGE_NEVER_PULL: Final = runtime.ERR_IMAGE_NEVER_PULL
 REQUEST_TIMEOUT: Final = 60.0  # seconds for one engine call that is not a stream
 PULL_TIMEOUT: Final = 600.0
 FRAME: Final = struct.Struct(">BxxxI")  # the engine's multiplexed stream: kind, size
 STREAMS: Final = {1: "stdout", 2: "stderr"}
-KINDS: Final = ("docker", "podman")
 # What a call to the engine may raise besides StartError: its answer, or no answer at all.
 ERRORS: Final = (aiodocker.DockerError, aiohttp.ClientError)
 ENV_NAMES: Final = ("DOCKER_HOST", "CONTAINER_HOST")  # where docker's, podman's clients look first
 DOCKER_SOCKETS: Final = ("/run/docker.sock", "/var/run/docker.sock")
-EPOCH: Final = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class EngineNotFound(runtime.StartError):
@@ -289,12 +285,12 @@ class Engine:
             await self.docker.images.inspect(spec.image)
         except aiodocker.DockerError as e:
             if e.status != 404:
-                raise runtime.StartError(ERR_IMAGE_PULL, _message(e)) from e
+                raise runtime.StartError(runtime.ERR_IMAGE_PULL, _message(e)) from e
             present = False
         if policy == "Never":
             if not present:
                 raise runtime.StartError(
-                    ERR_IMAGE_NEVER_PULL,
+                    runtime.ERR_IMAGE_NEVER_PULL,
                     f'Container image "{spec.image}" is not present with pull policy of Never',
                 )
             return
@@ -308,13 +304,14 @@ class Engine:
                 log.warning("image %s: pull failed, the local copy runs: %s", spec.image, e)
                 return
             raise runtime.StartError(
-                ERR_IMAGE_PULL,
+                runtime.ERR_IMAGE_PULL,
                 f'failed to pull and unpack image "{spec.image}": {_message(e)}',
             ) from e
         failed = [m.get("error") for m in answer if isinstance(m, Mapping) and m.get("error")]
         if failed and not present:
             raise runtime.StartError(
-                ERR_IMAGE_PULL, f'failed to pull and unpack image "{spec.image}": {failed[-1]}'
+                runtime.ERR_IMAGE_PULL,
+                f'failed to pull and unpack image "{spec.image}": {failed[-1]}',
             )
 
     def _config(
