@@ -152,9 +152,21 @@ def dockerd(directory: Path) -> Iterator[Engine]:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        with contextlib.suppress(OSError):
-            subprocess.run(["umount", "-R", str(directory / "exec")], capture_output=True)
+        unmount_under(directory)  # dockerd leaves exec/netns/default mounted
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def unmount_under(directory: Path) -> None:
+    """Unmount whatever is mounted below ``directory``, deepest first."""
+    try:
+        with open("/proc/self/mounts") as f:
+            targets = [line.split()[1] for line in f]
+    except OSError:
+        return
+    below = [t for t in targets if t.startswith(f"{directory}/")]
+    for target in sorted(below, key=len, reverse=True):
+        with contextlib.suppress(OSError):
+            subprocess.run(["umount", "-l", target], capture_output=True, check=False)
 
 
 def busybox_rootfs() -> bytes:
