@@ -22,7 +22,9 @@ Pure modules (no I/O, no clock, no logging), lowest first::
     messages    kube's reasons and messages, word for word, and our own
     events      the Event objects and pod condition patches the controller writes
 
-The controller, :mod:`kubetrain.local.scheduler.scheduler`, watches the API server, runs the
-policy on what it saw, and writes bindings, evictions, pod conditions, events, and PodGroup
-and Queue status.
+The controller, :mod:`kubetrain.local.scheduler.scheduler`, runs the policy on what its
+cache saw and writes bindings, evictions, pod conditions and events; beside it:
+
+    cache        the watched stores, kept by watches, and discovery of the optional kinds
+    groupstatus  PodGroup and Queue status, and Volcano's enqueue verdicts
 """
