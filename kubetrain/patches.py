@@ -13,6 +13,8 @@ so a caller may edit a result freely. Failures raise :class:`PatchError` (the pa
 applied to this document: kube answers 422) or its subclass :class:`PatchFormatError` (the
 patch document is malformed: kube answers 400); choosing the HTTP answer is the server's job.
 This module does no I/O and knows nothing of resources beyond the table of list strategies.
+At about 850 lines it is one concept, kept whole: the PATCH formats share their error types,
+their copying rules and the pointer walk, and a reader of one format's rules needs the others'.
 It sits below every layer because the API server is not its only user: the TrainJob
 controller applies a TrainJob's pod-template overrides, which are strategic merge patches of
 a ``PodTemplateSpec`` and an ``ObjectMeta``, by the same rules, through :data:`POD_TEMPLATE`

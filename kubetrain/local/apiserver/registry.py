@@ -16,6 +16,9 @@ base one and the simple kinds in :mod:`strategies`, the others in their own modu
 (:mod:`namespaces`, :mod:`pods`, :mod:`quotas`, :mod:`services`, :mod:`claims`, :mod:`crds`,
 :mod:`rbac`).
 
+At about 800 lines it is one concept, kept whole: the generic store's verbs around its one
+write path; what is not that already lives in the modules named above.
+
 What it must not do: parse HTTP (the server hands it decoded options) or touch SQLite.
 """
 

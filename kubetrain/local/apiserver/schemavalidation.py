@@ -2,6 +2,9 @@
 resources (apiextensions-apiserver's ``validation``, over ``kube-openapi``'s validator), and
 the shape checks of built-in objects (:func:`shape_causes`).
 
+At about 800 lines it is one concept, kept whole: a value checked against its schema, the
+built-in shape checks being a shorter walk that shares its type errors and schema steps.
+
 ``validate(obj, schema, old)`` returns the StatusCause dicts of a 422 in kube's words, every
 one at once; on update, errors in parts unchanged from ``old`` are dropped (ratcheting), and
 the ``self == oldSelf`` transition rule is checked. Pure: no I/O, no state; bad input is

@@ -4,9 +4,10 @@ API over HTTPS, on 127.0.0.1 only.
 What it owns: routing a URL to (group, version, resource, namespace, name, subresource) the way
 kube-apiserver's RequestInfoFactory does; bearer-token authentication (health endpoints stay
 open, as kube's defaults leave them) and so the ServiceAccount TokenRequest, which hands out
-that token (:mod:`serviceaccounts` says why); request decoding with a size limit; query options;
-content negotiation (JSON, ``as=Table``, aggregated discovery); turning every error into a
-``Status`` body; streaming watches; discovery, ``/version`` and OpenAPI.
+that token (:mod:`serviceaccounts` says why); request decoding with a size limit; query
+options (read by :mod:`queryparams`); content negotiation (JSON, ``as=Table``, aggregated
+discovery); turning every error into a ``Status`` body; streaming watches; discovery,
+``/version`` and OpenAPI.
 
 What it must not do: decide semantics. Every read and write goes to :mod:`registry`; a bug
 there becomes a 500 Status for that request, never a crashed server.
@@ -24,7 +25,7 @@ import logging
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -32,7 +33,6 @@ from typing import Any
 import yaml
 from aiohttp import payload, web
 
-from kubetrain import gofmt
 from kubetrain.local.apiserver import (
     bodies,
     discovery,
@@ -42,6 +42,7 @@ from kubetrain.local.apiserver import (
     openapi,
     protobuf,
     queryoptions,
+    queryparams,
     registry,
     resources,
     results,
@@ -375,10 +376,10 @@ class ApiServer:
         query = request.query
         method = request.method
         namespace = target.namespace if r.namespaced else None
-        is_watch = target.watch_path or _flag(query.get("watch"))
+        is_watch = target.watch_path or queryparams.flag(query.get("watch"))
         reg = self.registry
         verb = _verb(method, target, is_watch)
-        opts = _write_options(request, verb)
+        opts = queryparams.write_options(request, verb)
         allowed = (
             r.subresource(target.subresource).verbs if target.subresource else r.verbs  # type: ignore[union-attr]
         )
@@ -387,7 +388,7 @@ class ApiServer:
         if verb == "watch":
             return await self._watch(request, r, namespace, target)
         if verb == "list":
-            result = await reg.list(r, namespace, _list_options(query))
+            result = await reg.list(r, namespace, queryparams.list_options(query))
             return self._respond(request, r, result, opts, listing=True)
         if verb == "get":
             result = await reg.get(r, namespace, target.name, target.subresource)
@@ -424,7 +425,9 @@ class ApiServer:
             return self._respond(request, r, result, opts)
         if verb == "deletecollection":
             options = await self._delete_options(request)
-            result = await reg.delete_collection(r, namespace, _list_options(query), options, opts)
+            result = await reg.delete_collection(
+                r, namespace, queryparams.list_options(query), options, opts
+            )
             return self._respond(request, r, result, opts)
         raise errors.method_not_allowed(r.group, r.plural, verb)
 
@@ -519,11 +522,11 @@ class ApiServer:
             options.update(body)
         query = request.query
         if "gracePeriodSeconds" in query:
-            options["gracePeriodSeconds"] = _int_param(query, "gracePeriodSeconds")
+            options["gracePeriodSeconds"] = queryparams.int_param(query, "gracePeriodSeconds")
         if "propagationPolicy" in query:
             options["propagationPolicy"] = query["propagationPolicy"]
         if "orphanDependents" in query:
-            options["orphanDependents"] = _flag(query["orphanDependents"])
+            options["orphanDependents"] = queryparams.flag(query["orphanDependents"])
         grace = options.get("gracePeriodSeconds")
         if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
             raise errors.bad_request("gracePeriodSeconds must be an integer")
@@ -543,9 +546,11 @@ class ApiServer:
             label_selector=query.get("labelSelector", ""),
             field_selector=query.get("fieldSelector", ""),
             resource_version=query.get("resourceVersion", ""),
-            allow_bookmarks=_flag(query.get("allowWatchBookmarks")),
+            allow_bookmarks=queryparams.flag(query.get("allowWatchBookmarks")),
             send_initial_events=(
-                _flag(query["sendInitialEvents"]) if "sendInitialEvents" in query else None
+                queryparams.flag(query["sendInitialEvents"])
+                if "sendInitialEvents" in query
+                else None
             ),
         )
         if target.name:
@@ -555,7 +560,7 @@ class ApiServer:
             )
         timeout = DEFAULT_WATCH_TIMEOUT
         if "timeoutSeconds" in query:
-            timeout = float(_int_param(query, "timeoutSeconds"))
+            timeout = float(queryparams.int_param(query, "timeoutSeconds"))
         table = _wants_table(request.headers.get("Accept", ""))
         include = query.get("includeObject", "Metadata")
         response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
@@ -731,124 +736,6 @@ def decode_body(raw: bytes, content_type: str) -> Any:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON number {name}")
-
-
-def _flag(value: str | None) -> bool:
-    return value is not None and value.lower() in ("true", "1", "yes")
-
-
-def _int_param(query: Mapping[str, str], name: str) -> int:
-    try:
-        return int(query[name])
-    except ValueError as exc:
-        raise errors.bad_request(f"{name}: invalid integer {query[name]!r}") from exc
-
-
-def _list_options(query: Mapping[str, str]) -> queryoptions.ListOptions:
-    limit = 0
-    if query.get("limit"):
-        limit = _int_param(query, "limit")
-    return queryoptions.ListOptions(
-        label_selector=query.get("labelSelector", ""),
-        field_selector=query.get("fieldSelector", ""),
-        limit=max(0, limit),
-        continue_token=query.get("continue", ""),
-        resource_version=query.get("resourceVersion", ""),
-        resource_version_match=query.get("resourceVersionMatch", ""),
-    )
-
-
-# The options object kube decodes a write's query parameters into, by verb.
-_OPTIONS_KINDS = {
-    "create": "CreateOptions",
-    "update": "UpdateOptions",
-    "patch": "PatchOptions",
-    "delete": "DeleteOptions",
-    "deletecollection": "DeleteOptions",
-}
-
-
-def _write_options(request: web.Request, verb: str) -> queryoptions.Options:
-    """The write options of the query, validated as kube validates the verb's options object:
-    every problem at once, in a 422 naming it (``CreateOptions.meta.k8s.io "" is invalid``).
-    Reads ignore them, as kube's do."""
-    query = request.query
-    dry_run = query.getall("dryRun", [])
-    validation = query.get("fieldValidation", "")
-    manager = query.get("fieldManager", "")
-    kind = _OPTIONS_KINDS.get(verb)
-    if kind is not None:
-        causes = _options_causes(kind, request, dry_run, validation, manager)
-        if causes:
-            raise errors.invalid("meta.k8s.io", kind, "", causes)
-    return queryoptions.Options(
-        dry_run=bool(dry_run),
-        field_manager=manager,
-        field_validation=validation,
-        force=_flag(query.get("force")),
-        user_agent=request.headers.get("User-Agent", ""),
-    )
-
-
-def _options_causes(
-    kind: str, request: web.Request, dry_run: list[str], validation: str, manager: str
-) -> list[dict[str, str]]:
-    """kube's ``Validate{Create,Update,Patch,Delete}Options``, in its order: what the patch
-    type requires (force only with an apply, which needs a fieldManager), fieldManager,
-    dryRun, fieldValidation."""
-    causes = []
-    if kind == "PatchOptions":
-        patch_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        if patch_type not in bodies.PATCH_TYPES:
-            return []  # kube refuses the content type first: the registry's 415
-        if patch_type != bodies.APPLY_PATCH and "force" in request.query:
-            forbidden = "may not be specified for non-apply patch"
-            causes.append(errors.field_error("Forbidden", "force", forbidden))
-        if patch_type == bodies.APPLY_PATCH and not manager:
-            causes.append(bodies.apply_needs_a_field_manager())
-    if kind != "DeleteOptions":
-        if len(manager.encode()) > 128:
-            causes.append(
-                errors.field_error("Too long", "fieldManager", "must have at most 128 bytes")
-            )
-        else:
-            causes += _manager_characters(manager)
-    if any(value != "All" for value in dry_run):
-        shown = ", ".join(gofmt.go_quote(value) for value in dry_run)
-        causes.append(
-            errors.cause(
-                "Unsupported value",
-                "dryRun",
-                f'Unsupported value: []string{{{shown}}}: supported values: "All"',
-            )
-        )
-    if kind != "DeleteOptions" and validation not in ("", "Ignore", "Strict", "Warn"):
-        causes.append(
-            errors.cause(
-                "Unsupported value",
-                "fieldValidation",
-                f"Unsupported value: {gofmt.go_quote(validation)}: "
-                'supported values: "", "Ignore", "Strict", "Warn"',
-            )
-        )
-    return causes
-
-
-def _manager_characters(manager: str) -> list[dict[str, str]]:
-    """A fieldManager holds printable characters only; kube names the first other one."""
-    position = 0
-    for ch in manager:
-        if not ch.isprintable():
-            detail = f"invalid character U+{ord(ch):04X} (at position {position})"
-            return [
-                errors.cause(
-                    "Invalid value",
-                    "fieldManager",
-                    f"Invalid value: {gofmt.go_quote(manager)}: {detail}",
-                )
-            ]
-        position += len(ch.encode())
-    return []
 
 
 async def serve(

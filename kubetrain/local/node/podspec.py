@@ -9,6 +9,9 @@ that environment (``third_party/forked/golang/expansion``), volumes and their mo
 secret, downwardAPI, projected with serviceAccountToken), the memory limit and the GPUs given
 to it, and the ``KUBERNETES_SERVICE_*``/``KUBERNETES_PORT*`` variables of the API server.
 
+At about 820 lines it is one concept, kept whole: the kubelet's resolution of a pod into what
+its runtime runs, one function a field, each reading the same pod, sources and host.
+
 Owns: those rules and the exact error messages the kubelet reports when a reference cannot be
 resolved. Must not: do I/O (the agent fetches the objects named by :func:`needs` and passes
 them in), choose GPUs (the agent assigns them), or know how the runtime runs anything.
