@@ -427,31 +427,8 @@ class NodeServer:
     async def _port_forward_spdy(
         self, request: web.Request, dial: portforward.Dial
     ) -> web.StreamResponse:
-        offered = request.headers.getall(STREAM_PROTOCOL_HEADER, [])
-        protocol = spdy.negotiate(offered, (portforward.PROTOCOL,))
-        if not protocol:
-            raise Refused(
-                403,
-                "unable to upgrade: unable to negotiate protocol: client supports "
-                f"{', '.join(offered) or 'none'}, server supports {portforward.PROTOCOL}",
-            )
-        response = web.StreamResponse(
-            status=101,
-            headers={
-                "Connection": "Upgrade",
-                "Upgrade": spdy.UPGRADE,
-                STREAM_PROTOCOL_HEADER: protocol,
-            },
-        )
-        response.force_close()
-        session = spdy.Session()
-        await response.prepare(request)
-        request.protocol.set_parser(session)  # type: ignore[arg-type]  # feed_data/feed_eof
-        pump = asyncio.create_task(session.pump(response.write), name="spdy writer")
-        try:
+        async with _spdy_upgrade(request, (portforward.PROTOCOL,)) as (response, session):
             await portforward.serve_spdy(session, dial)
-        finally:
-            await spdy.close_quietly(session, pump)
         return response
 
     # -- exec ---------------------------------------------------------------------------------
@@ -499,28 +476,7 @@ class NodeServer:
         on the error stream, then the connection closes."""
         pod, container = self._pod(request)
         options = podoptions.node_exec_options(request.query)
-        offered = request.headers.getall(STREAM_PROTOCOL_HEADER, [])
-        protocol = spdy.negotiate(offered, SPDY_PROTOCOLS)
-        if not protocol:
-            raise Refused(
-                403,
-                "unable to upgrade: unable to negotiate protocol: client supports "
-                f"{', '.join(offered) or 'none'}, server supports {', '.join(SPDY_PROTOCOLS)}",
-            )
-        response = web.StreamResponse(
-            status=101,
-            headers={
-                "Connection": "Upgrade",
-                "Upgrade": spdy.UPGRADE,
-                STREAM_PROTOCOL_HEADER: protocol,
-            },
-        )
-        response.force_close()
-        session = spdy.Session()
-        await response.prepare(request)
-        request.protocol.set_parser(session)  # type: ignore[arg-type]  # feed_data/feed_eof
-        pump = asyncio.create_task(session.pump(response.write), name="spdy writer")
-        try:
+        async with _spdy_upgrade(request, SPDY_PROTOCOLS) as (response, session):
             streams = await _expected_streams(session, options)
             if streams is None:
                 return response
@@ -536,9 +492,41 @@ class NodeServer:
                 await _end_spdy(session, streams, error.body())
                 return response
             await _spdy_session(session, streams, process)
-        finally:
-            await spdy.close_quietly(session, pump)
         return response
+
+
+@contextlib.asynccontextmanager
+async def _spdy_upgrade(
+    request: web.Request, supported: Sequence[str]
+) -> AsyncIterator[tuple[web.StreamResponse, spdy.Session]]:
+    """Switch the connection to SPDY/3.1 with a stream protocol both sides speak (a 403 in
+    the kubelet's words when there is none), and close the session when the caller is done:
+    exec and port-forward differ only in what they do with the session."""
+    offered = request.headers.getall(STREAM_PROTOCOL_HEADER, [])
+    protocol = spdy.negotiate(offered, supported)
+    if not protocol:
+        raise Refused(
+            403,
+            "unable to upgrade: unable to negotiate protocol: client supports "
+            f"{', '.join(offered) or 'none'}, server supports {', '.join(supported)}",
+        )
+    response = web.StreamResponse(
+        status=101,
+        headers={
+            "Connection": "Upgrade",
+            "Upgrade": spdy.UPGRADE,
+            STREAM_PROTOCOL_HEADER: protocol,
+        },
+    )
+    response.force_close()
+    session = spdy.Session()
+    await response.prepare(request)
+    request.protocol.set_parser(session)  # type: ignore[arg-type]  # feed_data/feed_eof
+    pump = asyncio.create_task(session.pump(response.write), name="spdy writer")
+    try:
+        yield response, session
+    finally:
+        await spdy.close_quietly(session, pump)
 
 
 async def _pump(
