@@ -29,14 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Create or update the objects in YAML or JSON files with server-side "
         "apply (field manager kubetrain). Several documents per file; - reads stdin.",
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a YAML or JSON file, a directory of them, or - for stdin (repeatable)",
-    )
+    validate.add_files_argument(parser)
     parser.add_argument(
         "--force-conflicts",
         action="store_true",

@@ -51,6 +51,7 @@ from kubetrain.cli import (
     output,
     replicas,
     target,
+    validate,
     workdir,
 )
 from kubetrain.kube import resource, watch
@@ -72,13 +73,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "failing replica, its exit code and last log lines, and exit 1. Ctrl-C asks whether "
         "to delete the job (without a terminal it is left running).",
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="the job manifest, or - for stdin; several -f are read as one (exactly one job "
+    validate.add_files_argument(
+        parser,
+        "the job manifest, or - for stdin; several -f are read as one (exactly one job "
         "among them; the other objects, such as its runtime, are applied first)",
     )
     parser.add_argument(

@@ -89,20 +89,24 @@ class Verdict:
         return self.review.obj.to_dict()
 
 
+FILES_HELP = "a YAML or JSON file, a directory of them, or - for stdin (repeatable)"
+
+
+def add_files_argument(parser: argparse.ArgumentParser, help: str = FILES_HELP) -> None:
+    """The ``-f``/``--filename`` option of every verb that reads manifests through
+    :func:`load`, spelled once so that they all read files alike."""
+    parser.add_argument(
+        "-f", "--filename", action="append", required=True, metavar="FILE", help=help
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check manifests and print them defaulted",
         description="Check job manifests as admission would, and print them defaulted.",
     )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a YAML or JSON file, a directory of them, or - for stdin (repeatable)",
-    )
+    add_files_argument(parser)
     parser.add_argument(
         "-o",
         "--output",

@@ -20,7 +20,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kubetrain import _aio, kube
 from kubetrain.kube import tasks, watch
@@ -106,6 +106,32 @@ class Connection:
     @property
     def closed(self) -> bool:
         return not self._finalizer.alive
+
+
+_Client = TypeVar("_Client", bound="Connected")
+
+
+class Connected:
+    """What both SDK clients do with their connection, written once: its namespace, ``with``
+    and :meth:`close` to end it early, and where it points (for their ``repr``)."""
+
+    _conn: Connection
+
+    @property
+    def namespace(self) -> str:
+        return self._conn.namespace
+
+    def __enter__(self: _Client) -> _Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def _where(self) -> str:
+        return "local control plane" if self._conn.where.local else self._conn.where.kubeconfig
 
 
 class _Group:

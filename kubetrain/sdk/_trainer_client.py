@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from kubetrain import kube
 from kubetrain.sdk import _builtin, _functions, _logs, _status, _trainjobs, _types
-from kubetrain.sdk._connection import Changes, Connection
+from kubetrain.sdk._connection import Changes, Connected, Connection
 from kubetrain.sdk._errors import InvalidTrainer, JobFailedError, NotFoundError, WaitTimeout
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ MISSING_CRDS: Final = (
 )
 
 
-class TrainerClient:
+class TrainerClient(Connected):
     """TrainJobs, runtimes, logs and events, on the local control plane (default) or a
     cluster (``KubernetesBackendConfig``). Use it as a context manager, or :meth:`close` it,
     to end its connection early; otherwise that happens when it is garbage-collected."""
@@ -62,21 +62,8 @@ class TrainerClient:
         self._conn = Connection(backend_config, name="kubetrain-trainer-client")
         self._rng = random.Random()
 
-    @property
-    def namespace(self) -> str:
-        return self._conn.namespace
-
-    def __enter__(self) -> TrainerClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._conn.close()
-
     def __repr__(self) -> str:
-        where = "local control plane" if self._conn.where.local else self._conn.where.kubeconfig
+        where = self._where()
         return f"TrainerClient({where}, namespace={self.namespace!r})"
 
     def _run(self, coro: Any) -> Any:

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from kubetrain import api, kube
 from kubetrain.sdk import _logs, _status, _types, _v1jobs
-from kubetrain.sdk._connection import Changes, Connection, merged
+from kubetrain.sdk._connection import Changes, Connected, Connection, merged
 from kubetrain.sdk._errors import InvalidTrainer, JobFailedError, NotFoundError, WaitTimeout
 
 PODS: Final = kube.resource.PODS
@@ -39,7 +39,7 @@ LOG_TAIL: Final = 10  # lines of a failed replica's log in a failure message
 Job = dict[str, Any]
 
 
-class TrainingClient:
+class TrainingClient(Connected):
     """v1 jobs on the local control plane (no ``config_file`` or ``context``, and no
     ``KUBETRAIN_KUBECONFIG``) or on the cluster they name."""
 
@@ -62,21 +62,8 @@ class TrainingClient:
             backend = None
         self._conn = Connection(backend, namespace=namespace, name="kubetrain-training-client")
 
-    @property
-    def namespace(self) -> str:
-        return self._conn.namespace
-
-    def __enter__(self) -> TrainingClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._conn.close()
-
     def __repr__(self) -> str:
-        where = "local control plane" if self._conn.where.local else self._conn.where.kubeconfig
+        where = self._where()
         return f"TrainingClient({where}, namespace={self.namespace!r}, job_kind={self.job_kind})"
 
     def _run(self, coro: Any, timeout: float | None = None) -> Any:
