@@ -6,7 +6,7 @@ and returns it defaulted. The modules behind this package are private; import fr
 """
 
 from kubetrain.api._admission import Invalid, Review, RuntimeLookup, admit, review
-from kubetrain.api._crds import crd_filename, crds
+from kubetrain.api._crds import crd, crd_filename, crds
 from kubetrain.api._fielderrors import ErrorType, FieldError, Path
 from kubetrain.api._parse import KINDS, Resource, parse, subject
 from kubetrain.api._runtime_validation import MPI_LAUNCHER_AS_NODE_MESSAGE
@@ -97,6 +97,7 @@ __all__ = [
     "XGBoostJob",
     "admit",
     "cpu_count",
+    "crd",
     "crd_filename",
     "crds",
     "gpu_count",

@@ -326,7 +326,7 @@ def _v1_crd(kind: type[_v1.JobKind]) -> dict[str, Any]:
         columns=[first, second],
         subresources=subresources,
     )
-    return _crd(kind.KIND, kind.PLURAL, _v1.GROUP, namespaced=True, versions=[version])
+    return crd(kind.KIND, kind.PLURAL, _v1.GROUP, namespaced=True, versions=[version])
 
 
 def _trainer_crd(kind: type[_trainer.TrainerKind]) -> dict[str, Any]:
@@ -342,24 +342,35 @@ def _trainer_crd(kind: type[_trainer.TrainerKind]) -> dict[str, Any]:
     versions = [first]
     for name in others:  # served with the same schema; the API server only rewrites apiVersion
         versions.append({**copy.deepcopy(first), "name": name, "storage": False})
-    return _crd(kind.KIND, kind.PLURAL, _trainer.GROUP, kind.NAMESPACED, versions)
+    return crd(kind.KIND, kind.PLURAL, _trainer.GROUP, kind.NAMESPACED, versions)
 
 
-def _crd(
-    kind: str, plural: str, group: str, namespaced: bool, versions: list[Schema]
+def crd(
+    kind: str,
+    plural: str,
+    group: str,
+    namespaced: bool,
+    versions: list[Schema],
+    *,
+    short_names: list[str] | None = None,
 ) -> dict[str, Any]:
+    """A CustomResourceDefinition of ``versions``, named as Kubernetes derives a CRD's names
+    from its kind and plural: every CRD kubetrain serves or ships is written through it."""
+    names: dict[str, Any] = {
+        "kind": kind,
+        "listKind": f"{kind}List",
+        "plural": plural,
+        "singular": kind.lower(),
+    }
+    if short_names:
+        names["shortNames"] = short_names
     return {
         "apiVersion": CRD_API_VERSION,
         "kind": "CustomResourceDefinition",
         "metadata": {"name": f"{plural}.{group}"},
         "spec": {
             "group": group,
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-            },
+            "names": names,
             "scope": "Namespaced" if namespaced else "Cluster",
             "versions": versions,
         },

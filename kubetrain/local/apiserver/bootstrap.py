@@ -81,23 +81,8 @@ def _crd(
     }
     if status_subresource:
         version_doc["subresources"] = {"status": {}}
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-                "shortNames": short_names,
-            },
-            "scope": scope,
-            "versions": [version_doc],
-        },
-    }
+    namespaced = scope == "Namespaced"
+    return api.crd(kind, plural, group, namespaced, [version_doc], short_names=short_names)
 
 
 _CONDITIONS = {

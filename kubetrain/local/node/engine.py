@@ -49,7 +49,7 @@ from typing import Any, Final
 import aiodocker
 import aiohttp
 
-from kubetrain import _aio, timefmt
+from kubetrain import _aio
 from kubetrain.local.node import runtime, sandbox, shim
 
 log = logging.getLogger(__name__)
@@ -164,17 +164,7 @@ class Engine:
 
     def state(self, id: runtime.ContainerId) -> runtime.ContainerState | None:
         record = self._record(id)
-        if record is None:
-            return None
-        return runtime.ContainerState(
-            id=id,
-            pid=record.get("pid"),
-            started_at=_time(record.get("startedAt")),
-            finished_at=_time(record.get("finishedAt")),
-            exit_code=record.get("exitCode"),
-            reason=record.get("reason", ""),
-            message=record.get("message", ""),
-        )
+        return None if record is None else runtime.container_state(id, record)
 
     def containers(self, uid: str | None = None) -> list[runtime.ContainerState]:
         """Every attempt this engine ran, of all pods or one, oldest first per container."""
@@ -726,10 +716,6 @@ def _rfc3339(text: Any) -> str:
     if when is None or when <= 0:
         return ""
     return shim.rfc3339(when)
-
-
-def _time(text: str | None) -> datetime | None:
-    return timefmt.parse(text)
 
 
 def _last_time(path: str) -> tuple[int | None, int]:

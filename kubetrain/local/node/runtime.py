@@ -61,7 +61,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, Literal
@@ -474,7 +474,7 @@ class Runtime:
             raw = shim.read_state(directory) or raw
             if "exitCode" not in raw and not self._unobserved(directory, raw):
                 raw = self._lost(directory, raw)
-        return _state(id, raw)
+        return container_state(id, raw)
 
     def _unobserved(self, directory: str, raw: dict[str, Any]) -> bool:
         """An attempt without a live shim that still goes on: its container runs on after a
@@ -706,7 +706,9 @@ def _time(text: str | None) -> datetime | None:
     return timefmt.parse(text)
 
 
-def _state(id: ContainerId, raw: dict[str, Any]) -> ContainerState:
+def container_state(id: ContainerId, raw: Mapping[str, Any]) -> ContainerState:
+    """A container's state from the record its runner keeps (the shim's, or an engine's),
+    which both write with the same keys."""
     return ContainerState(
         id=id,
         pid=raw.get("pid"),
