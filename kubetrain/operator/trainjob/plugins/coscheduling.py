@@ -37,18 +37,6 @@ class Coscheduling:
         if policy is None:
             return []
         timeout = policy.schedule_timeout_seconds
-        spec: dict[str, Any] = {
-            "minMember": gang.min_member(info),
-            "minResources": gang.min_resources(info),
-            "scheduleTimeoutSeconds": (
-                DEFAULT_SCHEDULE_TIMEOUT_SECONDS if timeout is None else timeout
-            ),
-        }
-        return [
-            {
-                "apiVersion": podgroups.COSCHEDULING,
-                "kind": "PodGroup",
-                "metadata": info.object_meta(podgroups.name_for(info.name)),
-                "spec": spec,
-            }
-        ]
+        if timeout is None:
+            timeout = DEFAULT_SCHEDULE_TIMEOUT_SECONDS
+        return [gang.pod_group(info, podgroups.COSCHEDULING, scheduleTimeoutSeconds=timeout)]

@@ -1,4 +1,5 @@
-"""What both gang-scheduling PodGroups count: every pod of the TrainJob, and what they request.
+"""What both gang-scheduling PodGroups share: the object, named for the TrainJob, and what it
+counts: every pod of the TrainJob, and what they request.
 
 ``minMember`` is the number of pods over all replicated jobs, initializers included (upstream
 counts them too), and ``minResources`` the sum of their requests (after
@@ -8,6 +9,9 @@ Pure.
 
 from __future__ import annotations
 
+from typing import Any
+
+from kubetrain import podgroups
 from kubetrain.operator.trainjob import podrequests, runtime_info
 
 
@@ -20,3 +24,14 @@ def min_resources(info: runtime_info.RuntimeInfo) -> dict[str, str]:
     for pod_set in info.pod_sets:
         podrequests.add(total, pod_set.single_pod_requests, pod_set.count * pod_set.replicas)
     return podrequests.as_resource_list(total)
+
+
+def pod_group(info: runtime_info.RuntimeInfo, api_version: str, **more: Any) -> dict[str, Any]:
+    """The TrainJob's PodGroup of ``api_version``: named for the job, counting all its pods
+    and their requests, with the kind's ``more`` fields after those two."""
+    return {
+        "apiVersion": api_version,
+        "kind": "PodGroup",
+        "metadata": info.object_meta(podgroups.name_for(info.name)),
+        "spec": {"minMember": min_member(info), "minResources": min_resources(info), **more},
+    }

@@ -40,10 +40,7 @@ class Volcano:
         policy = _policy(info)
         if policy is None:
             return []
-        spec: dict[str, Any] = {
-            "minMember": gang.min_member(info),
-            "minResources": gang.min_resources(info),
-        }
+        spec: dict[str, Any] = {}
         if QUEUE_ANNOTATION in info.annotations:
             spec["queue"] = info.annotations[QUEUE_ANNOTATION]
         for rjob in info.replicated_jobs():
@@ -53,11 +50,4 @@ class Volcano:
         topology = policy.network_topology
         if topology is not None:
             spec["networkTopology"] = topology.to_dict()
-        return [
-            {
-                "apiVersion": podgroups.VOLCANO,
-                "kind": "PodGroup",
-                "metadata": info.object_meta(podgroups.name_for(info.name)),
-                "spec": spec,
-            }
-        ]
+        return [gang.pod_group(info, podgroups.VOLCANO, **spec)]
