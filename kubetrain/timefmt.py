@@ -1,5 +1,6 @@
 """Kubernetes times as text: ``metav1.Time`` (RFC 3339 in UTC, whole seconds), ``MicroTime``
-(microseconds) and reading either back.
+(microseconds) and reading either back; and a span of time as kube prints an age
+(``HumanDuration``).
 
 Every object kubetrain writes carries times (conditions, events, leases, node heartbeats,
 tokens), and every reader compares them, so one module writes and reads them all: the same
@@ -66,3 +67,38 @@ def parse(text: Any, *, strict: bool = False) -> datetime | None:
         return datetime(year, month, day, hour, minute, second, micros, tzinfo=tz).astimezone(UTC)
     except ValueError:
         return None
+
+
+def human_duration(ns: int) -> str:
+    """kube's ``duration.HumanDuration`` of ``ns`` nanoseconds: ``0s``, ``45s``, ``5m30s``,
+    ``3h``, ``2d4h``, ``2y`` (about two significant figures; up to a second in the future
+    still reads ``0s``, further is ``<invalid>``). The API server's AGE columns and the
+    command line's both print through it."""
+    seconds = int(ns / 1_000_000_000)  # Go truncates toward zero
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 60 * 2:
+        return f"{seconds}s"
+    minutes = ns // 60_000_000_000
+    if minutes < 10:
+        s = seconds % 60
+        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
+    if minutes < 60 * 3:
+        return f"{minutes}m"
+    hours = ns // 3_600_000_000_000
+    if hours < 8:
+        m = minutes % 60
+        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        h = hours % 24
+        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        dy = (hours // 24) % 365
+        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
+    return f"{hours // 24 // 365}y"

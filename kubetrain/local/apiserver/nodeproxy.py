@@ -489,23 +489,14 @@ class NodeProxy:
         where = await self._locate(namespace, name, options.container)
         if upgrades.spdy_requested(request):
             return await self._exec_spdy(request, where, options, namespace, name)
-        client = web.WebSocketResponse(protocols=channels.SUBPROTOCOLS, heartbeat=HEARTBEAT)
-        ready = client.can_prepare(request)
-        if not ready.ok:
-            raise _not_upgraded(request)
-        if ready.protocol is None:
-            offered = request.headers.get("Sec-WebSocket-Protocol", "")
-            raise errors.bad_request(
-                f"pods/exec: none of the WebSocket subprotocols offered ({offered or 'none'}) "
-                f"is served; this API server speaks {', '.join(channels.SUBPROTOCOLS)}"
-            )
+        client, protocol = _websocket(request, "pods/exec", channels.SUBPROTOCOLS)
         # Upgrade first, then dial the node: what fails from here on reaches the client as a
         # Status on channel 3, as with kube-apiserver's stream translator.
         await client.prepare(request)
         path = node_path(EXEC_PATH, namespace, name, where.container)
         url = where.endpoint.url(path, options.node_query())
         try:
-            node = await self._dial(url, ready.protocol, where.node)
+            node = await self._dial(url, protocol, where.node)
         except errors.ApiError as exc:
             await channels.finish(client, exc)
             return client
@@ -578,19 +569,11 @@ class NodeProxy:
                 return await upgrades.pass_through(request, answer, self._relays, what)
             finally:
                 answer.writer.close()
-        client = web.WebSocketResponse(protocols=PORT_FORWARD_SUBPROTOCOLS, heartbeat=HEARTBEAT)
-        ready = client.can_prepare(request)
-        if not ready.ok:
-            raise _not_upgraded(request)
-        if ready.protocol is None:
-            offered = request.headers.get("Sec-WebSocket-Protocol", "")
-            raise errors.bad_request(
-                f"pods/portforward: none of the WebSocket subprotocols offered "
-                f"({offered or 'none'}) is served; this API server speaks "
-                f"{', '.join(PORT_FORWARD_SUBPROTOCOLS)}, and SPDY/3.1"
-            )
-        if ready.protocol.startswith(upgrades.TUNNEL_PREFIX):
-            protocol = ready.protocol[len(upgrades.TUNNEL_PREFIX) :]
+        client, chosen = _websocket(
+            request, "pods/portforward", PORT_FORWARD_SUBPROTOCOLS, also=", and SPDY/3.1"
+        )
+        if chosen.startswith(upgrades.TUNNEL_PREFIX):
+            protocol = chosen[len(upgrades.TUNNEL_PREFIX) :]
             answer = await self._upgrade(yarl.URL(url, encoded=True), "POST", [protocol])
             if answer.status != 101:  # before the client's upgrade: it sees the node's answer
                 answer.writer.close()
@@ -600,7 +583,7 @@ class NodeProxy:
             return client
         await client.prepare(request)
         try:
-            upstream = await self._dial(url, ready.protocol, node)
+            upstream = await self._dial(url, chosen, node)
         except errors.ApiError as exc:
             log.info("%s: %s", what, exc.message)
             await client.close()
@@ -645,6 +628,25 @@ def _phrase(status: int) -> str:
         return http.HTTPStatus(status).phrase
     except ValueError:
         return ""
+
+
+def _websocket(
+    request: web.Request, what: str, subprotocols: Sequence[str], *, also: str = ""
+) -> tuple[web.WebSocketResponse, str]:
+    """The client's WebSocket, not yet prepared, and the subprotocol both sides speak: exec
+    and port-forward refuse alike a request that is no upgrade, or offers none of theirs (a
+    400 that names what this server speaks, ``also`` included)."""
+    client = web.WebSocketResponse(protocols=subprotocols, heartbeat=HEARTBEAT)
+    ready = client.can_prepare(request)
+    if not ready.ok:
+        raise _not_upgraded(request)
+    if ready.protocol is None:
+        offered = request.headers.get("Sec-WebSocket-Protocol", "")
+        raise errors.bad_request(
+            f"{what}: none of the WebSocket subprotocols offered ({offered or 'none'}) "
+            f"is served; this API server speaks {', '.join(subprotocols)}{also}"
+        )
+    return client, ready.protocol
 
 
 def _not_upgraded(request: web.Request) -> errors.ApiError:

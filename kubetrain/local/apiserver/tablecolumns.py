@@ -37,38 +37,7 @@ def human_duration(seconds: float) -> str:
     About two significant figures; up to a second in the future still reads ``0s``,
     further is ``<invalid>``.
     """
-    return _human(int(seconds * 1_000_000_000))
-
-
-def _human(ns: int) -> str:
-    seconds = int(ns / 1_000_000_000)  # Go truncates toward zero
-    if seconds < -1:
-        return "<invalid>"
-    if seconds < 0:
-        return "0s"
-    if seconds < 60 * 2:
-        return f"{seconds}s"
-    minutes = ns // 60_000_000_000
-    if minutes < 10:
-        s = seconds % 60
-        return f"{minutes}m" if s == 0 else f"{minutes}m{s}s"
-    if minutes < 60 * 3:
-        return f"{minutes}m"
-    hours = ns // 3_600_000_000_000
-    if hours < 8:
-        m = minutes % 60
-        return f"{hours}h" if m == 0 else f"{hours}h{m}m"
-    if hours < 48:
-        return f"{hours}h"
-    if hours < 24 * 8:
-        h = hours % 24
-        return f"{hours // 24}d" if h == 0 else f"{hours // 24}d{h}h"
-    if hours < 24 * 365 * 2:
-        return f"{hours // 24}d"
-    if hours < 24 * 365 * 8:
-        dy = (hours // 24) % 365
-        return f"{hours // 24 // 365}y" if dy == 0 else f"{hours // 24 // 365}y{dy}d"
-    return f"{hours // 24 // 365}y"
+    return timefmt.human_duration(int(seconds * 1_000_000_000))
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -86,7 +55,8 @@ def since(value: Any, now: datetime) -> str:
     if then is None:
         return "<unknown>"
     delta = _utc(now) - then
-    return _human((delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000)
+    ns = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
+    return timefmt.human_duration(ns)
 
 
 def column(
