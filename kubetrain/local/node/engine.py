@@ -168,30 +168,13 @@ class Engine:
 
     def containers(self, uid: str | None = None) -> list[runtime.ContainerState]:
         """Every attempt this engine ran, of all pods or one, oldest first per container."""
-        pods_dir = os.path.join(self.settings.root, sandbox.PODS)
-        if uid is not None:
-            uids = [uid]
-        else:
-            try:
-                uids = sorted(os.listdir(pods_dir))
-            except FileNotFoundError:
-                return []
+        root = self.settings.root
+        pods = [uid] if uid is not None else sandbox.pod_uids(root)
         found = []
-        for pod in uids:
-            base = os.path.join(sandbox.pod_dir(self.settings.root, pod), ENGINE)
-            try:
-                names = sorted(os.listdir(base))
-            except FileNotFoundError:
-                continue
-            for name in names:
-                with contextlib.suppress(FileNotFoundError):
-                    attempts = sorted(
-                        int(a) for a in os.listdir(os.path.join(base, name)) if a.isdigit()
-                    )
-                    for attempt in attempts:
-                        state = self.state(runtime.ContainerId(pod, name, attempt))
-                        if state is not None:
-                            found.append(state)
+        for pod, name, attempt in sandbox.attempts(root, pods, ENGINE):
+            state = self.state(runtime.ContainerId(pod, name, attempt))
+            if state is not None:
+                found.append(state)
         return found
 
     def gpus(self, id: runtime.ContainerId) -> tuple[str, ...]:

@@ -232,10 +232,7 @@ class Runtime:
         await asyncio.to_thread(sandbox.update_hosts, self.settings.root, uid, hosts)
 
     def pods(self) -> list[str]:
-        try:
-            return sorted(os.listdir(os.path.join(self.settings.root, sandbox.PODS)))
-        except FileNotFoundError:
-            return []
+        return sandbox.pod_uids(self.settings.root)
 
     async def remove(self, uid: str, grace: float) -> None:
         """Stop whatever still runs in the pod, then delete its directory."""
@@ -512,21 +509,12 @@ class Runtime:
 
     def containers(self, uid: str | None = None) -> list[ContainerState]:
         """Every attempt on disk, of all pods or one, oldest attempt first per container."""
+        pods = [uid] if uid is not None else self.pods()
         found = []
-        for pod in [uid] if uid is not None else self.pods():
-            base = os.path.join(sandbox.pod_dir(self.settings.root, pod), CONTAINERS)
-            try:
-                names = sorted(os.listdir(base))
-            except FileNotFoundError:
-                continue
-            for name in names:
-                with contextlib.suppress(FileNotFoundError):
-                    for attempt in sorted(
-                        int(a) for a in os.listdir(os.path.join(base, name)) if a.isdigit()
-                    ):
-                        state = self.state(ContainerId(pod, name, attempt))
-                        if state is not None:
-                            found.append(state)
+        for pod, name, attempt in sandbox.attempts(self.settings.root, pods, CONTAINERS):
+            state = self.state(ContainerId(pod, name, attempt))
+            if state is not None:
+                found.append(state)
         return found
 
     async def wait(self, id: ContainerId) -> ContainerState:

@@ -74,6 +74,36 @@ def pod_dir(root: str, uid: str) -> str:
     return os.path.join(root, PODS, uid)
 
 
+def pod_uids(root: str) -> list[str]:
+    """The pods that have a directory under ``root``, by uid."""
+    try:
+        return sorted(os.listdir(os.path.join(root, PODS)))
+    except FileNotFoundError:
+        return []
+
+
+def attempts(root: str, uids: Iterable[str], folder: str) -> list[tuple[str, str, int]]:
+    """Every container attempt kept under ``folder`` of the pods' directories, as (pod uid,
+    container name, attempt), oldest attempt first per container: the runtime and a
+    container engine keep theirs in folders of their own, laid out alike."""
+    found = []
+    for uid in uids:
+        base = os.path.join(pod_dir(root, uid), folder)
+        try:
+            names = sorted(os.listdir(base))
+        except FileNotFoundError:
+            continue
+        for name in names:
+            try:
+                numbers = sorted(
+                    int(a) for a in os.listdir(os.path.join(base, name)) if a.isdigit()
+                )
+            except FileNotFoundError:
+                continue  # removed while we looked
+            found += [(uid, name, n) for n in numbers]
+    return found
+
+
 def hosts_path(root: str, uid: str) -> str:
     return os.path.join(pod_dir(root, uid), HOSTS_FILE)
 

@@ -405,17 +405,7 @@ class NodeServer:
         dial = portforward.dialer(str((pod.get("metadata") or {}).get("uid") or name))
         if spdy.requested(request.headers):
             return await self._port_forward_spdy(request, dial)
-        ws = web.WebSocketResponse(protocols=portforward.WEBSOCKET_PROTOCOLS, heartbeat=HEARTBEAT)
-        ready = ws.can_prepare(request)
-        if not ready.ok:
-            raise Refused(400, "Upgrade request required")
-        if ready.protocol is None:
-            offered = request.headers.get("Sec-WebSocket-Protocol", "") or "none"
-            raise Refused(
-                400,
-                f"none of the subprotocols offered ({offered}) is served; "
-                f"accepted: {', '.join(portforward.WEBSOCKET_PROTOCOLS)}",
-            )
+        ws, _ = _websocket(request, portforward.WEBSOCKET_PROTOCOLS)
         try:
             ports = portforward.websocket_ports(request.query)
         except ValueError as exc:
@@ -436,17 +426,7 @@ class NodeServer:
     async def _exec(self, request: web.Request) -> web.StreamResponse:
         if spdy.requested(request.headers):
             return await self._exec_spdy(request)
-        ws = web.WebSocketResponse(protocols=channels.SUBPROTOCOLS, heartbeat=HEARTBEAT)
-        ready = ws.can_prepare(request)
-        if not ready.ok:
-            raise Refused(400, "Upgrade request required")
-        if ready.protocol is None:
-            offered = request.headers.get("Sec-WebSocket-Protocol", "") or "none"
-            raise Refused(
-                400,
-                f"none of the subprotocols offered ({offered}) is served; "
-                f"accepted: {', '.join(channels.SUBPROTOCOLS)}",
-            )
+        ws, protocol = _websocket(request, channels.SUBPROTOCOLS)
         await ws.prepare(request)
         options = podoptions.node_exec_options(request.query)
         try:
@@ -466,7 +446,7 @@ class NodeServer:
                 await ws.send_bytes(channels.status_message(error))
             await ws.close()
             return ws
-        await _session(ws, process, options, v5=ready.protocol == channels.SUBPROTOCOLS[0])
+        await _session(ws, process, options, v5=protocol == channels.SUBPROTOCOLS[0])
         return ws
 
     async def _exec_spdy(self, request: web.Request) -> web.StreamResponse:
@@ -493,6 +473,23 @@ class NodeServer:
                 return response
             await _spdy_session(session, streams, process)
         return response
+
+
+def _websocket(request: web.Request, protocols: Sequence[str]) -> tuple[web.WebSocketResponse, str]:
+    """The client's WebSocket, not yet prepared, and the subprotocol both sides speak; a 400
+    in the kubelet's words for a request that is no upgrade or offers none of ``protocols``."""
+    ws = web.WebSocketResponse(protocols=protocols, heartbeat=HEARTBEAT)
+    ready = ws.can_prepare(request)
+    if not ready.ok:
+        raise Refused(400, "Upgrade request required")
+    if ready.protocol is None:
+        offered = request.headers.get("Sec-WebSocket-Protocol", "") or "none"
+        raise Refused(
+            400,
+            f"none of the subprotocols offered ({offered}) is served; "
+            f"accepted: {', '.join(protocols)}",
+        )
+    return ws, ready.protocol
 
 
 @contextlib.asynccontextmanager

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import Awaitable, Coroutine, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from typing import Any
 
 from kubetrain import accessors, kube
 from kubetrain.kube import record
@@ -33,21 +33,10 @@ from kubetrain.local.scheduler import (
 log = logging.getLogger(__name__)
 
 
-class Throttled(Protocol):
-    def __call__(self, coro: Coroutine[Any, Any, Any], /) -> Awaitable[Any]: ...
-
-
-class Event(Protocol):
-    def __call__(
-        self,
-        involved: Mapping[str, Any],
-        *,
-        component: str,
-        type: record.EventType,
-        reason: str,
-        message: str,
-        action: str,
-    ) -> Coroutine[Any, Any, None]: ...
+# a write sent while fewer than the scheduler's limit are in flight
+Throttled = Callable[[Coroutine[Any, Any, Any]], Awaitable[Any]]
+# the scheduler's event recording: (involved, *, component, type, reason, message, action)
+Event = Callable[..., Coroutine[Any, Any, None]]
 
 
 class Writer:
