@@ -20,7 +20,7 @@ import signal
 import sys
 
 from kubetrain import kube
-from kubetrain.cli import apiserver
+from kubetrain.cli import apiserver, up
 from kubetrain.local import daemon
 from kubetrain.local.node import agent, settings
 
@@ -86,14 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="auto",
         help="private mount namespace per container (auto: when this host permits)",
     )
-    parser.add_argument(
-        "--container-runtime",
-        choices=("none", "docker", "podman"),
-        default="none",
-        help="run pods whose image is not the host image in containers of that image, in this "
-        "engine (found through DOCKER_HOST / CONTAINER_HOST or its default socket); none: every "
-        "pod runs as host processes (default: %(default)s)",
-    )
+    up.add_container_runtime_argument(parser)
     parser.add_argument(
         "--gpus", type=int, help="number of GPUs to offer (default: what nvidia-smi -L lists)"
     )

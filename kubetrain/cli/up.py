@@ -15,6 +15,19 @@ import sys
 from kubetrain.local import daemon
 
 
+def add_container_runtime_argument(parser: argparse.ArgumentParser) -> None:
+    """``--container-runtime``, which ``up`` passes on to the node agent it starts and
+    ``node`` reads itself: one spelling, so that the two cannot drift apart."""
+    parser.add_argument(
+        "--container-runtime",
+        choices=("none", "docker", "podman"),
+        default="none",
+        help="run pods whose image is not the host image in containers of that image, in this "
+        "engine (found through DOCKER_HOST / CONTAINER_HOST or its default socket); none: every "
+        "pod runs as host processes (default: %(default)s)",
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "up",
@@ -27,14 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout", type=float, default=daemon.READY_TIMEOUT, help="seconds to wait for ready"
     )
-    parser.add_argument(
-        "--container-runtime",
-        choices=("none", "docker", "podman"),
-        default="none",
-        help="run pods whose image is not the host image in containers of that image, in this "
-        "engine (found through DOCKER_HOST / CONTAINER_HOST or its default socket); none: every "
-        "pod runs as host processes (default: %(default)s)",
-    )
+    add_container_runtime_argument(parser)
     parser.set_defaults(func=run)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from kubetrain import kube
 from kubetrain.sdk import _status
+from kubetrain.sdk._errors import JobFailedError
 
 
 async def lines(
@@ -67,3 +68,25 @@ def started(pod: Mapping[str, Any], container: str) -> bool:
         state = status.get("state") or {}
         return "running" in state or "terminated" in state
     return _status.dig(pod, "status", "phase") in ("Running", "Succeeded", "Failed")
+
+
+async def failed(
+    client: kube.Client,
+    job: Any,
+    failure: _status.Failure,
+    namespace: str,
+    container: str,
+    *,
+    tail: int,
+) -> JobFailedError:
+    """What a wait raises once a job failed: the failure's message, and the last ``tail``
+    lines of the step to blame (TrainJob step or v1 replica alike), shown and kept."""
+    words: list[str] = []
+    if failure.pod is not None:
+        words = await last_words(client, namespace, failure.pod, container, tail=tail)
+    message = failure.message
+    if words:
+        message += f"\nlast lines of {failure.step}:\n" + "\n".join(f"  {t}" for t in words)
+    return JobFailedError(
+        message, job=job, step=failure.step, exit_code=failure.exit_code, logs=tuple(words)
+    )

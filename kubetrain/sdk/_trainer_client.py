@@ -31,7 +31,7 @@ from typing import Any, Final
 from kubetrain import kube
 from kubetrain.sdk import _builtin, _functions, _logs, _status, _trainjobs, _types
 from kubetrain.sdk._connection import Changes, Connected, Connection
-from kubetrain.sdk._errors import InvalidTrainer, JobFailedError, NotFoundError, WaitTimeout
+from kubetrain.sdk._errors import InvalidTrainer, NotFoundError, WaitTimeout
 
 log = logging.getLogger(__name__)
 
@@ -391,16 +391,8 @@ class TrainerClient(Connected):
         failure = _status.failure_of(job)
         if failure is None:
             return
-        tail: list[str] = []
-        if failure.pod is not None:
-            tail = self._run(
-                _logs.last_words(
-                    self._conn.client, self.namespace, failure.pod, _status.NODE, tail=LOG_TAIL
-                )
+        raise self._run(
+            _logs.failed(
+                self._conn.client, job, failure, self.namespace, _status.NODE, tail=LOG_TAIL
             )
-        message = failure.message
-        if tail:
-            message += f"\nlast lines of {failure.step}:\n" + "\n".join(f"  {t}" for t in tail)
-        raise JobFailedError(
-            message, job=job, step=failure.step, exit_code=failure.exit_code, logs=tuple(tail)
         )

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from kubetrain import api, kube
 from kubetrain.sdk import _logs, _status, _types, _v1jobs
 from kubetrain.sdk._connection import Changes, Connected, Connection, merged
-from kubetrain.sdk._errors import InvalidTrainer, JobFailedError, NotFoundError, WaitTimeout
+from kubetrain.sdk._errors import InvalidTrainer, NotFoundError, WaitTimeout
 
 PODS: Final = kube.resource.PODS
 EVENTS: Final = kube.Resource("", "v1", "events", kind="Event")
@@ -320,22 +320,11 @@ class TrainingClient(Connected):
             failure = self._run(self._exited(job, kind))
         if failure is None:
             return
-        tail: list[str] = []
-        if failure.pod is not None:
-            tail = self._run(
-                _logs.last_words(
-                    self._conn.client,
-                    str(_status.dig(job, "metadata", "namespace")),
-                    failure.pod,
-                    kind.DEFAULT_CONTAINER,
-                    tail=LOG_TAIL,
-                )
+        namespace = str(_status.dig(job, "metadata", "namespace"))
+        raise self._run(
+            _logs.failed(
+                self._conn.client, job, failure, namespace, kind.DEFAULT_CONTAINER, tail=LOG_TAIL
             )
-        message = failure.message
-        if tail:
-            message += f"\nlast lines of {failure.step}:\n" + "\n".join(f"  {t}" for t in tail)
-        raise JobFailedError(
-            message, job=job, step=failure.step, exit_code=failure.exit_code, logs=tuple(tail)
         )
 
     # -- pods and logs ----------------------------------------------------------------------
