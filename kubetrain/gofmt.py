@@ -188,18 +188,8 @@ def go_strings(values: Any) -> str:
 
 def go_value(value: Any) -> str:
     """A bad value as ``field.Error`` prints it: ``"text"``, ``3``, ``true``, ``null``, and
-    ``%#v`` (:func:`go_sharp`) for lists and objects."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return go_float(value)
-    if isinstance(value, str):
-        return go_quote(value)
-    return go_sharp(value)
+    ``%#v`` (:func:`go_sharp`) for lists and objects: ``%#v`` but for ``null``."""
+    return "null" if value is None else go_sharp(value)
 
 
 def go_type(value: Any) -> str:

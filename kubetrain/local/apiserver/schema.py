@@ -79,9 +79,14 @@ def prune(obj: dict[str, Any], schema: Schema | None) -> list[str]:
     return removed
 
 
-def _prune(value: Any, schema: Schema | None, path: str, removed: list[str]) -> None:
+def _prune(
+    value: Any, schema: Schema | None, path: str, removed: list[str], keep_unknown: bool = False
+) -> None:
+    """Prune ``value`` in place. ``keep_unknown``: under ``x-kubernetes-preserve-unknown-fields``
+    (and in its lists), down to the next field the schema knows, unknown fields stay."""
     if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields") is True:
-        _skip_prune(value, schema, path, removed)
+        keep_unknown = True
+    if schema is None and keep_unknown:
         return
     if isinstance(value, dict):
         if schema is None:
@@ -99,34 +104,14 @@ def _prune(value: Any, schema: Schema | None, path: str, removed: list[str]) -> 
                 _prune(value[key], props[key], _path_key(path, key), removed)
             elif has_extra:
                 _prune(value[key], extra, _path_key(path, key), removed)
-            else:
+            elif not keep_unknown:
                 if key not in _TYPE_META or path:
                     removed.append(_path_key(path, key))
                 del value[key]
     elif isinstance(value, list):
         items = items_schema(schema)
         for i, item in enumerate(value):
-            _prune(item, items, f"{path}[{i}]", removed)
-
-
-def _skip_prune(value: Any, schema: Schema | None, path: str, removed: list[str]) -> None:
-    if schema is None:
-        return
-    if isinstance(value, dict):
-        embedded = schema.get("x-kubernetes-embedded-resource") is True
-        props = schema.get("properties", {})
-        has_extra, extra = additional_properties(schema)
-        for key in list(value):
-            if embedded and key in _TYPE_META:
-                continue
-            if key in props:
-                _prune(value[key], props[key], _path_key(path, key), removed)
-            elif has_extra:
-                _prune(value[key], extra, _path_key(path, key), removed)
-    elif isinstance(value, list):
-        items = items_schema(schema)
-        for i, item in enumerate(value):
-            _skip_prune(item, items, f"{path}[{i}]", removed)
+            _prune(item, items, f"{path}[{i}]", removed, keep_unknown)
 
 
 def _path_key(path: str, key: str) -> str:

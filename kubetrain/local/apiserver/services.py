@@ -65,22 +65,13 @@ class ServiceStrategy(strategies.Strategy):
         if not isinstance(spec, dict):
             spec = obj["spec"] = {}
         spec.setdefault("type", "ClusterIP")
-        spec.setdefault("sessionAffinity", "None")
-        spec.setdefault("internalTrafficPolicy", "Cluster")
-        for port in spec.get("ports") or []:
-            if isinstance(port, dict):
-                port.setdefault("protocol", "TCP")
-                port.setdefault("targetPort", port.get("port"))
+        _default(spec)
         if spec["type"] != "ExternalName":
             if spec.get("clusterIP") in (None, ""):
                 spec["clusterIP"] = allocate_cluster_ip(reg)
             spec["clusterIPs"] = [spec["clusterIP"]]
-            if spec["clusterIP"] != "None":
-                spec.setdefault("ipFamilies", ["IPv4"])
-                spec.setdefault("ipFamilyPolicy", "SingleStack")
-            else:
-                spec.setdefault("ipFamilies", ["IPv4"])
-                spec.setdefault("ipFamilyPolicy", "SingleStack")
+            spec.setdefault("ipFamilies", ["IPv4"])  # a headless Service ("None") too
+            spec.setdefault("ipFamilyPolicy", "SingleStack")
         obj["status"] = {"loadBalancer": {}}
 
     def prepare_for_update(self, r: R, new: Obj, old: Mapping, reg: Any) -> None:
@@ -91,12 +82,7 @@ class ServiceStrategy(strategies.Strategy):
                 if spec.get(kept) in (None, "") and kept in old_spec:
                     spec[kept] = old_spec[kept]
             spec.setdefault("type", old_spec.get("type", "ClusterIP"))
-            spec.setdefault("sessionAffinity", "None")
-            spec.setdefault("internalTrafficPolicy", "Cluster")
-            for port in spec.get("ports") or []:
-                if isinstance(port, dict):
-                    port.setdefault("protocol", "TCP")
-                    port.setdefault("targetPort", port.get("port"))
+            _default(spec)
 
     def validate(self, r: R, obj: Obj, old: Mapping | None, reg: Any) -> list[Cause]:
         causes = super().validate(r, obj, old, reg)
@@ -138,3 +124,14 @@ def allocate_cluster_ip(reg: Any) -> str:
         if str(host) not in used:
             return str(host)
     raise errors.internal("the service IP range is full")
+
+
+def _default(spec: dict[str, Any]) -> None:
+    """The defaults a Service's spec gets on every write (``SetDefaults_Service``), past its
+    type and cluster IPs, which a create and an update choose differently."""
+    spec.setdefault("sessionAffinity", "None")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))

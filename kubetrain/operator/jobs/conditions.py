@@ -86,16 +86,7 @@ def refuse(status: Status, reason: str, message: str, now: str) -> bool:
         for c in status.get("conditions") or []
         if isinstance(c, dict) and c.get("type") != reasons.FAILED
     ]
-    kept.append(
-        {
-            "type": reasons.FAILED,
-            "status": "True",
-            "reason": reason,
-            "message": message,
-            "lastUpdateTime": now,
-            "lastTransitionTime": transition,
-        }
-    )
+    kept.append(_condition(reasons.FAILED, "True", reason, message, now, transition))
     status["conditions"] = kept
     return True
 
@@ -141,18 +132,23 @@ def set_condition(
                 "lastTransitionTime": now,
             }
         kept.append(condition)
-    kept.append(
-        {
-            "type": type_,
-            "status": value,
-            "reason": reason,
-            "message": message,
-            "lastUpdateTime": now,
-            "lastTransitionTime": transition,
-        }
-    )
+    kept.append(_condition(type_, value, reason, message, now, transition))
     status["conditions"] = kept
     return True
+
+
+def _condition(
+    type_: str, value: str, reason: str, message: str, now: str, transition: str
+) -> dict[str, Any]:
+    """One JobCondition as upstream writes it, its fields in upstream's order."""
+    return {
+        "type": type_,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": now,
+        "lastTransitionTime": transition,
+    }
 
 
 def _excludes(type_: str, other: Any) -> bool:
