@@ -517,14 +517,19 @@ class Runtime:
                 found.append(state)
         return found
 
+    def _known(self, id: ContainerId) -> ContainerState:
+        """The attempt's state; :class:`UnknownContainer` where there is no such attempt."""
+        state = self.state(id)
+        if state is None:
+            raise UnknownContainer(
+                f"no container {id.name!r} attempt {id.attempt} in pod {id.pod_uid}"
+            )
+        return state
+
     async def wait(self, id: ContainerId) -> ContainerState:
         """Until the attempt has exited; works for attempts another Runtime started."""
         while True:
-            state = self.state(id)
-            if state is None:
-                raise UnknownContainer(
-                    f"no container {id.name!r} attempt {id.attempt} in pod {id.pod_uid}"
-                )
+            state = self._known(id)
             if not state.running:
                 return state
             raw = shim.read_state(self.attempt_dir(id)) or {}
@@ -537,11 +542,7 @@ class Runtime:
 
     async def stop(self, id: ContainerId, grace: float) -> ContainerState:
         """SIGTERM to the container's process group, SIGKILL after ``grace`` seconds."""
-        state = self.state(id)
-        if state is None:
-            raise UnknownContainer(
-                f"no container {id.name!r} attempt {id.attempt} in pod {id.pod_uid}"
-            )
+        state = self._known(id)
         if not state.running:
             return state
         with contextlib.suppress(*_aio.TIMEOUT_ERRORS):
