@@ -89,6 +89,12 @@ REVIEWED: Final = {
         "kubectl beside the binaries or on PATH, with the caller's (a test's or benchmark's) args"
     ),
     ("bench/pod_start.py", "*", "subprocess.Popen"): "the command spawned directly, to compare",
+    ("bench/pod_start.py", "*", "subprocess.run"): (
+        "`docker run` of the benchmark's image (its --image argument), to compare"
+    ),
+    ("bench/cli.py", "*", "subprocess.run"): (
+        "kubetrain and kubectl verbs with the benchmark's own job name and temporary home"
+    ),
 }
 # (file, enclosing function) of code that writes a shell script or a `sh -c` command
 SHELL_SCRIPTS: Final = {
