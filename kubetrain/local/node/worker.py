@@ -646,6 +646,13 @@ class Worker:
         )
         current = self.current_status(pod)
         new = status.pod_status({**pod, "status": current}, observed, self.agent.now())
+        if new.get("phase") in status.TERMINAL and not any(
+            tries and tries[-1].running for tries in attempts.values()
+        ):
+            # as the kubelet's device manager does: a finished pod's GPUs go back before the
+            # API says it finished, so that a pod queued for them may start while this one's
+            # record stays (a job's cleanPodPolicy None, a Job's history)
+            self.agent.devices.release(self.uid)
         change = status.patch(current, new, uid=self.uid)  # never lands on a newer pod of that name
         if change is None:
             return

@@ -259,9 +259,20 @@ def test_a_missing_config_map_holds_the_container_until_it_exists(
 def test_gpus_are_given_exclusively(
     core: client.CoreV1Api, api_client: client.ApiClient, node: Node, namespace: str
 ) -> None:
-    """The test node offers two (pretend) GPUs: two pods holding one each get different
-    devices, and a pod without GPUs sees none."""
+    """The test node offers two (pretend) GPUs: a pod that finished gives its GPU back
+    though its record stays, two pods holding one each then get different devices, and a
+    pod without GPUs sees none."""
     show = "import os, time; print(repr(os.environ.get('CUDA_VISIBLE_DEVICES')), flush=True); "
+    make_pod(
+        core,
+        namespace,
+        "gpu-done",
+        node,
+        container("main", ["python3", "-c", show], resources={"limits": {"nvidia.com/gpu": "1"}}),
+        restart="Never",
+    )
+    wait_pod(api_client, namespace, "gpu-done", phase_is("Succeeded"))
+    assert core.read_namespaced_pod_log("gpu-done", namespace) in ("'0'\n", "'1'\n")
     for name, gpus in (("gpu-a", 1), ("gpu-b", 1), ("cpu", 0)):
         limits = {"nvidia.com/gpu": str(gpus)} if gpus else {}
         make_pod(
