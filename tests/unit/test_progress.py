@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import datetime
 import importlib
-import subprocess
-import sys
 import threading
 import warnings
 from typing import Any
 
 import pytest
 
-import kubetrain
 from kubetrain import progress
 
 NOW = datetime.datetime(2030, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
@@ -149,43 +146,8 @@ def test_outside_a_trainjob_report_warns_once_and_does_nothing(
     assert fresh._reporter is None
 
 
-def test_kubetrain_report_is_the_function_and_import_kubetrain_stays_light() -> None:
-    assert kubetrain.report is progress.report
-    code = (
-        "import sys, kubetrain; "
-        "print(sorted(m for m in ('kubetrain.progress', 'kubetrain.kube', 'kubernetes', 'aiohttp')"
-        " if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
-
-
 def test_targets_come_from_the_environment() -> None:
     assert progress.target_from({}) is None
     assert progress.target_from({"KUBETRAIN_TRAINJOB_NAME": "a"}) == progress.Target("default", "a")
     env = {"KUBETRAIN_TRAINJOB_NAME": "a", "KUBETRAIN_TRAINJOB_NAMESPACE": "team"}
     assert progress.target_from(env) == progress.Target("team", "a")
-
-
-EXIT_SCRIPT = """
-import asyncio, concurrent.futures.thread
-from kubetrain import progress
-
-def send(target, status):  # as the client does: a worker thread of asyncio's executor
-    asyncio.run(asyncio.to_thread(print, "sent", status["progressPercentage"], flush=True))
-
-reporter = progress.Reporter(progress.Target("ns", "job"), send, interval=60.0)
-progress._at_exit(reporter.close)
-reporter.report(progress=10)
-reporter.report(progress=100)  # pending when the script ends (the interval): sent at exit
-"""
-
-
-def test_the_last_report_is_sent_when_a_script_exits_at_once() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, timeout=30
-    )
-    assert out.returncode == 0, out.stderr
-    sent = out.stdout.split()
-    assert sent[-2:] == ["sent", "100"], out.stderr
-    assert sent in (["sent", "100"], ["sent", "10", "sent", "100"]), "10 may be replaced"

@@ -2,7 +2,8 @@
 real ``kubectl kustomize`` (offline), and checked against the Kubernetes API types of the
 ``kubernetes`` client (pydantic models that forbid unknown fields and check types).
 
-Shared by the tests of this folder. Must not: reach an API server.
+Shared by the deploy tests here and under tests/integration/deploy. Must not: reach an API
+server.
 """
 
 from __future__ import annotations

@@ -11,23 +11,16 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
-from aiohttp import test_utils
-
 from kubetrain.local.apiserver import (
     queryoptions,
     registry,
     resources,
     results,
-    server,
     store,
     watch,
 )
 
-TOKEN = "test-token"
-EVENTS = "/api/v1/namespaces/ns/events"
 OPTS = queryoptions.Options()
-HEADERS = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
 
 
 def event(name: str, message: str = "") -> dict[str, Any]:
@@ -53,13 +46,6 @@ async def events_registry(names: list[str], message: str = "") -> AsyncIterator[
         for name in names:
             await reg.create(resource(reg, "events"), "ns", event(name, message), OPTS)
         yield reg
-
-
-@contextlib.asynccontextmanager
-async def served(reg: registry.Registry) -> AsyncIterator[test_utils.TestClient[Any, Any]]:
-    api = server.ApiServer(reg, token=TOKEN)
-    async with test_utils.TestClient(test_utils.TestServer(api.app())) as client:
-        yield client
 
 
 def resource(reg: registry.Registry, plural: str, group: str = "") -> resources.Resource:
@@ -116,47 +102,3 @@ def test_a_deletecollection_answers_with_the_encodings_the_store_held() -> None:
             assert reg.store.list("events", "ns") == []
 
     asyncio.run(main(), debug=True)
-
-
-def test_a_long_list_is_sent_in_chunks_and_arrives_whole() -> None:
-    names = [f"e{n:04d}" for n in range(600)]
-
-    async def main() -> None:
-        async with events_registry(names, "x" * 200) as reg, served(reg) as client:
-            response = await client.get(EVENTS, headers=HEADERS)  # about 200 KB
-            assert response.status == 200
-            assert response.headers.get("Transfer-Encoding") == "chunked"
-            body = json.loads(await response.read())
-            assert [e["metadata"]["name"] for e in body["items"]] == names
-            response = await client.delete(EVENTS, headers=HEADERS)
-            assert response.status == 200
-            deleted = json.loads(await response.read())
-            assert [e["metadata"]["name"] for e in deleted["items"]] == names
-            assert reg.store.list("events", "ns") == []
-
-    asyncio.run(main())
-
-
-def test_only_a_table_decodes_a_list_kept_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
-    decoded: list[int] = []
-    original = results.Result.obj.fget
-    assert original is not None
-
-    def counting(result: results.Result) -> dict[str, Any]:
-        if result.decoded is None:
-            decoded.append(1)
-        return original(result)
-
-    monkeypatch.setattr(results.Result, "obj", property(counting))
-
-    async def main() -> None:
-        async with events_registry(["a", "b", "c"]) as reg, served(reg) as client:
-            response = await client.get(EVENTS, headers=HEADERS)
-            assert len(json.loads(await response.read())["items"]) == 3
-            assert decoded == []
-            table = {**HEADERS, "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
-            response = await client.get(EVENTS, headers=table)
-            assert len(json.loads(await response.read())["rows"]) == 3
-            assert decoded == [1]
-
-    asyncio.run(main())

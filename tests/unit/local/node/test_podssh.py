@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from kubetrain.local.node import podssh, proctree, sandbox, shim, tools
+from kubetrain.local.node import podssh, proctree, sandbox, shim
 
 
 def test_parse_skips_sshs_options_and_their_values() -> None:
@@ -99,19 +98,6 @@ def test_a_caller_outside_every_pod_and_a_pod_with_nothing_running_are_refused(
     container(tmp_path, "me", "node", 0, os.getpid())
     with pytest.raises(podssh.Refused, match="h: pod has no running container"):
         podssh.target(str(tmp_path), "h")
-
-
-def test_the_installed_program_says_why_it_refuses_and_exits_as_ssh_does(tmp_path: Path) -> None:
-    tools.install(str(tmp_path))
-    program = tools.program(str(tmp_path), podssh.PROGRAM)
-    done = subprocess.run(
-        [program, "-o", "ConnectionAttempts=10", "job-node-0-0.job", "orted"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.returncode == podssh.EXIT_SSH_ERROR
-    assert "kubetrain-pod-ssh: not run in a pod of this node" in done.stderr
 
 
 def test_every_container_gets_open_mpis_agent_and_no_host_judged_by_its_address() -> None:

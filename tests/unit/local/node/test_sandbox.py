@@ -5,14 +5,12 @@ mount namespace."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from kubetrain.local.node import runtime as rt
-from kubetrain.local.node import sandbox, shim
+from kubetrain.local.node import sandbox
 
 
 def pod(*volumes: rt.Volume, hosts: str = "127.0.0.1 localhost\n") -> rt.Sandbox:
@@ -150,16 +148,3 @@ def test_volume_errors_say_what_is_wrong(
     with pytest.raises(sandbox.SandboxError) as error:
         sandbox.materialise(str(tmp_path), pod(volume))
     assert message in str(error.value), sentence
-
-
-def test_the_probe_answers_and_leaves_the_host_untouched() -> None:
-    before = Path("/proc/self/mountinfo").read_text()
-    done = subprocess.run(
-        shim.command(sys.executable, "probe"),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode in (0, 1)
-    assert (done.returncode == 0) == (done.stdout == ""), done.stdout  # a refusal says why
-    assert Path("/proc/self/mountinfo").read_text() == before
