@@ -422,9 +422,11 @@ class Output:
             self._chunks.put(chunk)
         self._chunks.put(b"")
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
+    def wait_for(self, text: str | tuple[str, ...], timeout: float = 30.0) -> str:
+        """Wait until ``text`` (or one of several) has been written."""
+        wanted = (text,) if isinstance(text, str) else text
         deadline = time.monotonic() + timeout
-        while text not in self.text:
+        while not any(t in self.text for t in wanted):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 pytest.fail(f"{text!r} did not arrive within {timeout}s; got {self.text!r}")

@@ -208,7 +208,8 @@ def command_line(verb: str, args: list[str], namespace: str) -> list[str]:
     long."""
     args = [a for a in args if a not in ("-A", "--all-namespaces")]
     if verb in DAEMONS:
-        return [verb, *args, "--no-such-flag"]  # argparse refuses before anything runs
+        # argparse refuses before anything runs (first: after a drawn "--" it is an argument)
+        return [verb, "--no-such-flag", *args]
     cut = args.index("--") if "--" in args else len(args)
     extra = []
     if "-n" in VERBS[verb]:

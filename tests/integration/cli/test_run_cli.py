@@ -57,7 +57,10 @@ def test_a_job_that_succeeds_exits_0_with_its_logs_and_a_history(
     child = spawn("run", "-f", job_file(pytorchjob("ok", 1)))
     pods = start_replicas(operator, "ok", node, 1)
     child.out.wait_for("[worker-0] pytorch line 3\n")
-    child.err.wait_for("[kubetrain] worker-0: Pending -> Running")
+    # "Pending -> Running" when the view saw the pod before it ran; "Running on NODE" when its
+    # first sight of the pod was already Running (the fake operator writes both at once)
+    seen = ("[kubetrain] worker-0: Pending -> Running", "[kubetrain] worker-0: Running on ")
+    child.err.wait_for(seen)
     for pod in pods:
         fake_node.release(operator.namespace, pod)
     child.out.wait_for("[master-0] pytorch line 5\n")
