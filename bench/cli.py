@@ -6,7 +6,11 @@ the command had no use for. This measures the commands as a shell runs them, fro
 - ``kubetrain --version``: the interpreter and the entry point, nothing else (goal: < 0.15 s);
 - ``kubetrain list``: the jobs of every kind in the namespace (goal: < 0.35 s);
 - ``kubetrain get JOB``: one job, its replicas, pods and events (goal: < 0.35 s);
-- ``kubectl get pods``: the reference, a compiled client against the same server.
+- ``kubectl get pods``: the reference, a compiled client against the same server;
+- the floor: the least any command on kubetrain's stack can take, a few lines of Python that
+  import asyncio and aiohttp (the one HTTP stack every kubetrain client uses), read the
+  kubeconfig and list the pods once over TLS, with nothing of kubetrain imported. Its ratio to
+  kubectl says how much of a command's ratio is the runtime's and how much is kubetrain's.
 
 What it runs: ``kubetrain up`` in a temporary ``KUBETRAIN_HOME`` (the developer's own control
 plane is left alone), one suspended PyTorchJob created with ``kubectl apply`` so that ``list``
@@ -92,6 +96,28 @@ def environment(home: str) -> dict[str, str]:
     return env
 
 
+# The floor. The control plane's kubeconfig holds a token and the CA's certificate data.
+FLOOR = """\
+import asyncio, base64, os, ssl
+import aiohttp, yaml
+
+async def main():
+    with open(os.path.join(os.environ["KUBETRAIN_HOME"], "kubeconfig")) as f:
+        config = yaml.load(f, Loader=yaml.CSafeLoader)
+    cluster, user = config["clusters"][0]["cluster"], config["users"][0]["user"]
+    ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+    context = ssl.create_default_context(cadata=ca)
+    headers = {"Authorization": "Bearer " + user["token"]}
+    url = cluster["server"] + "/api/v1/namespaces/default/pods"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=context)) as session:
+        async with session.get(url, headers=headers) as response:
+            response.raise_for_status()
+            await response.read()
+
+asyncio.run(main())
+"""
+
+
 def commands(home: str) -> dict[str, list[str]]:
     kubetrain = program("kubetrain")
     kubectl = shutil.which("kubectl")
@@ -102,6 +128,7 @@ def commands(home: str) -> dict[str, list[str]]:
         "list": [kubetrain, "list"],
         "get": [kubetrain, "get", JOB],
         "kubectl": [kubectl, "--kubeconfig", os.path.join(home, "kubeconfig"), "get", "pods"],
+        "floor": [sys.executable, "-c", FLOOR],
     }
 
 
@@ -179,6 +206,11 @@ def measure(rounds: int, progress: Any) -> dict[str, Any]:
         "load_average_1m": [round(x, 2) for x in load],
         "kubectl_s": round(reference, 4),
         "kubectl_cpu_s": round(cpu_medians["kubectl"], 4),
+        "floor": {
+            "median_s": round(medians["floor"], 4),
+            "cpu_s": round(cpu_medians["floor"], 4),
+            "ratio_to_kubectl": round(medians["floor"] / reference, 2),
+        },
         "commands": {
             name: {
                 "median_s": round(medians[name], 4),
@@ -211,8 +243,25 @@ def render(doc: dict[str, Any]) -> str:
             f"{'<' + format(row['goal_s'], '.2f') + 's':>9}  {'PASS' if ok else 'MISS'}  "
             f"   {row['cpu_s']:>6.3f}s"
         )
+    floor = doc["floor"]
+    lines.append(
+        f"{'floor (aiohttp, 1 GET)':<24}{floor['median_s']:>8.3f}s"
+        f"{floor['ratio_to_kubectl']:>10.2f}x{'':>9}  (ref.)  {floor['cpu_s']:>6.3f}s"
+    )
     lines.append("")
     lines.append(f"goal: under the time shown, and at most {RATIO_GOAL:.0f}x kubectl get pods")
+    if floor["ratio_to_kubectl"] > RATIO_GOAL:
+        lines.append(
+            f"the floor alone is {floor['ratio_to_kubectl']:.2f}x kubectl: no command on this "
+            f"stack (Python, asyncio, aiohttp) can meet a ratio goal of {RATIO_GOAL:.0f}x here"
+        )
+    above = {
+        name: doc["commands"][name]["median_s"] - floor["median_s"] for name in ("list", "get")
+    }
+    lines.append(
+        "above the floor: "
+        + ", ".join(f"{labels[name]} {seconds * 1000:+.0f} ms" for name, seconds in above.items())
+    )
     lines.append("CPU: the median user and system time of the command itself, for information")
     return "\n".join(lines)
 

@@ -93,7 +93,8 @@ REVIEWED: Final = {
         "`docker run` of the benchmark's image (its --image argument), to compare"
     ),
     ("bench/cli.py", "*", "subprocess.run"): (
-        "kubetrain and kubectl verbs with the benchmark's own job name and temporary home"
+        "kubetrain and kubectl verbs with the benchmark's own job name and temporary home, "
+        "and the floor: this interpreter with the benchmark's own program"
     ),
 }
 # (file, enclosing function) of code that writes a shell script or a `sh -c` command
