@@ -10,34 +10,18 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from kubetrain.local.node import logs, proctree, shim
 from kubetrain.local.node import runtime as rt
+from tests.integration.node.runtimes import PY, needs_namespace, run
+from tests.integration.node.runtimes import log_text as text
 
-T = TypeVar("T")
 DEADLINE = 10.0
-PY = "python"  # resolves on the runtime's PATH prefix: the Python running the tests
-
-with tempfile.TemporaryDirectory() as _probe_root:
-    ISOLATION = rt.Runtime(rt.Settings(root=_probe_root)).isolation
-needs_namespace = pytest.mark.skipif(
-    ISOLATION != "namespace",
-    reason="this host does not let the node make a private mount namespace (unshare refused)",
-)
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main(), debug=True)
 
 
 @pytest.fixture
@@ -58,12 +42,6 @@ def pod(uid: str = "pod-1", *, hosts: str = "", volumes: tuple[rt.Volume, ...] =
 
 def python(name: str, code: str, **kw: object) -> rt.ContainerSpec:
     return rt.ContainerSpec(name=name, argv=(PY, "-c", code), env=kw.pop("env", ()), **kw)  # type: ignore[arg-type]
-
-
-def text(node: rt.Runtime, id: rt.ContainerId) -> str:
-    """The log's content without the CRI prefixes."""
-    lines = Path(node.log_path(id)).read_text().splitlines()
-    return "".join(line.split(" ", 3)[3] + "\n" for line in lines)
 
 
 async def until(check: Callable[[], bool], what: str) -> None:

@@ -9,43 +9,19 @@ import asyncio
 import os
 import secrets
 import socket
-import tempfile
-from collections.abc import Awaitable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
 from kubetrain.local.node import podspec
 from kubetrain.local.node import runtime as rt
-
-T = TypeVar("T")
-PY = "python"  # resolves on the runtime's PATH prefix: the Python running the tests
-
-with tempfile.TemporaryDirectory() as _probe_root:
-    ISOLATION = rt.Runtime(rt.Settings(root=_probe_root)).isolation
-needs_namespace = pytest.mark.skipif(
-    ISOLATION != "namespace",
-    reason="this host does not let the node make a private mount namespace (unshare refused)",
-)
-
-
-def run(coro: Awaitable[T]) -> T:
-    async def main() -> T:
-        return await coro
-
-    return asyncio.run(main())
+from tests.integration.node.runtimes import PY, log_text, needs_namespace, run
 
 
 def pod(*volumes: rt.Volume) -> rt.Sandbox:
     return rt.Sandbox(
         uid="pod-1", namespace="ns", name="p", hostname="p", hosts="", volumes=volumes
     )
-
-
-def log_text(node: rt.Runtime, id: rt.ContainerId) -> str:
-    lines = Path(node.log_path(id)).read_text().splitlines()
-    return "".join(line.split(" ", 3)[3] + "\n" for line in lines)
 
 
 def absent_paths(*paths: str) -> list[str]:
