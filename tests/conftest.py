@@ -1,6 +1,7 @@
-"""The suite's one fixtures plugin (tests/fixtures: environment, servers and clients, CRDs),
-registered here for every directory, and session-wide reporting: one line at the end of a run
-whose tests meant for a real kube-apiserver could not run on one, saying what to set."""
+"""The suite's one fixtures plugin (tests/fixtures: environment, servers and clients, CRDs,
+operator settings, a container engine), registered here for every directory, and session-wide
+reporting: one line at the end of a run whose tests meant for a real kube-apiserver could not
+run on one, saying what to set."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.cluster",
     "tests.fixtures.crds",
     "tests.fixtures.operator",
+    "tests.fixtures.containers",
 ]
 
 

@@ -11,7 +11,6 @@ pods run side by side, so the file costs about as much as its slowest scenario.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -20,7 +19,8 @@ from typing import Any
 from tests import engines
 from tests.apiserver.conftest import wait_for
 from tests.e2e.conftest import local_plane
-from tests.e2e.containers.conftest import KIND, Kubectl
+from tests.e2e.containers.conftest import Kubectl
+from tests.fixtures import containers
 
 TIMEOUT = 60.0
 # Each TF replica listens on its own address of TF_CONFIG, reaches every other one, then waits
@@ -347,7 +347,7 @@ def test_a_control_plane_that_stops_leaves_no_container_and_no_network(
         with local_plane(
             Path(home),
             environ={"DOCKER_HOST": engine.host},
-            args=("--container-runtime", os.environ.get(KIND, "docker")),
+            args=("--container-runtime", containers.kind()),
         ) as plane:
             kubectl = Kubectl(plane, "default")
             kubectl.apply(

@@ -16,7 +16,7 @@ from kubetrain.local.node import engine as node_engine
 from kubetrain.local.node import runtime, sandbox
 from tests import engines
 from tests.apiserver.cascade import eventually, run
-from tests.e2e.containers.conftest import KIND
+from tests.fixtures import containers
 
 TIMEOUT = 30.0
 WAITS = r"""
@@ -92,7 +92,7 @@ def test_a_new_engine_on_the_same_root_adopts_a_running_container_and_its_log(
             await second.start(pod, greedy, 0)
             killed = await asyncio.wait_for(second.wait(oom), TIMEOUT)
             # Podman 4.3's Docker API never sets State.OOMKilled: there it reads as an Error
-            podman = os.environ.get(KIND) == "podman"
+            podman = containers.kind() == "podman"
             reason = runtime.ERROR if podman else runtime.OOM_KILLED
             assert (killed.exit_code, killed.reason) == (137, reason), killed
 
