@@ -25,7 +25,7 @@ import secrets
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -39,7 +39,8 @@ from kubernetes.stream import stream
 
 from kubetrain import envtest
 from kubetrain.local import tls
-from kubetrain.local.node import runtime
+from kubetrain.local.node import agent as node_agent
+from kubetrain.local.node import settings as node_settings
 from tests import portforward, processes, realcluster
 from tests.apiserver.test_pod_log_exec import Output
 
@@ -111,29 +112,48 @@ def ready_and_untainted(agent: Agent) -> bool:
     return condition(node, "Ready").get("status") == "True" and not taints
 
 
-def remove_pods(root: Path) -> None:
-    """Stop and remove every pod the node left on disk (they outlive it by design)."""
+def remove_pods(root: Path, container_runtime: str, environ: Mapping[str, str]) -> None:
+    """Stop and remove every pod the node left on disk (they outlive it by design), and their
+    containers in the node's engine, if it has one."""
+    config = node_settings.Settings(
+        root=str(root),
+        container_runtime=container_runtime,  # type: ignore[arg-type]  # the CLI's choices
+        container_host=environ.get("DOCKER_HOST") or environ.get("CONTAINER_HOST") or "",
+    )
 
     async def sweep() -> None:
-        node_runtime = runtime.Runtime(runtime.Settings(root=str(root)))
-        for uid in node_runtime.pods():
-            await node_runtime.remove(uid, 0)
+        node_runtime = node_agent.make_runtime(config, None)
+        try:
+            for uid in node_runtime.pods():
+                await node_runtime.remove(uid, 0)
+        finally:
+            if container_runtime != "none":
+                await node_runtime.close()
 
     asyncio.run(sweep())
 
 
-@pytest.fixture(scope="module")
-def agent(
-    real_control_plane: envtest.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+@contextlib.contextmanager
+def running_node(
+    plane: envtest.ControlPlane,
+    home: Path,
+    *,
+    container_runtime: str = "none",
+    args: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> Iterator[Agent]:
-    plane = real_control_plane
-    home = tmp_path_factory.mktemp("kubetrain-node")
+    """``kubetrain node`` joined to ``plane`` as an administrator starts it (a serving
+    certificate of the plane's CA, the plane's CA for clients), with ``args`` after its own
+    flags and ``environ`` over the test's environment; yielded once its Node is Ready and
+    untainted. On the way out it stops the node, removes what it left (its pods' processes,
+    directories and containers) and deletes the Node."""
     name = "kt-node-" + secrets.token_hex(3)
     cert, key = tls.issue_certificate(plane.pki, name, [name, "localhost"], ["127.0.0.1"])
     (home / "node.crt").write_bytes(cert)
     (home / "node.key").write_bytes(key)
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["KUBETRAIN_HOME"] = str(home)
+    env.update(environ or {})
     command = [
         sys.executable,
         "-m",
@@ -155,6 +175,8 @@ def agent(
         "0.2",
         "--backoff-max",
         "2",
+        *(("--container-runtime", container_runtime) if container_runtime != "none" else ()),
+        *args,
     ]
     log = home / "node.log"
     api = config.new_client_from_config(config_file=plane.kubeconfig)
@@ -172,10 +194,18 @@ def agent(
         yield handle
     finally:
         processes.stop(process, timeout=30)
-        remove_pods(home / "node")
+        remove_pods(home / "node", container_runtime, env)
         with contextlib.suppress(ApiException):
             handle.core.delete_node(name)
         api.close()
+
+
+@pytest.fixture(scope="module")
+def agent(
+    real_control_plane: envtest.ControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Agent]:
+    with running_node(real_control_plane, tmp_path_factory.mktemp("kubetrain-node")) as started:
+        yield started
 
 
 @pytest.fixture
