@@ -46,8 +46,8 @@ jobs held open (synced before the clock starts, every event decoded) and each jo
 status written beside its creates, its clock also waiting for every Created. ``operator /
 required`` is what the operator adds beyond those requests; ``required / baseline`` is what
 the server charges for them. On a real kube-apiserver, 2 cores, quiet machine, two runs of 5
-rounds: operator / required 1.13 and 1.01, required / baseline 1.21 and 1.45 (overall 1.37
-and 1.43). The second factor alone is about the goal: the status write of a custom resource
+rounds: required / baseline 1.21 and 1.45; operator / required 1.13 (overall 1.37) in the run
+of this code. The second factor alone is about the goal: the status write of a custom resource
 (decoding, schema validation and managed fields for the whole object) and the watch events
 delivered to one more client cost kube-apiserver about as much as the goal allows.
 
