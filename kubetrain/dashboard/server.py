@@ -258,7 +258,7 @@ class Dashboard:
         if action not in ACTIONS:
             raise _problem(404, f"no action {action!r}; accepted: {', '.join(ACTIONS)}")
         key = _job_key(info)
-        job = await self._job(key)
+        job = await self._job(key, live=True)
         kind = jobkinds.of(job)
         what = f"{kind.ref(key[2])} in namespace {key[1]}"
         try:
@@ -292,8 +292,12 @@ class Dashboard:
         with contextlib.suppress(TimeoutError):
             await self.hub.ready(*names, timeout=READY_TIMEOUT)
 
-    async def _job(self, key: hub.JobKey) -> dict[str, Any]:
-        job = self.hub.job(key)
+    async def _job(self, key: hub.JobKey, *, live: bool = False) -> dict[str, Any]:
+        """The job from the hub's cache, or read from the API server where the cache lacks it
+        or ``live`` asks: an action decides on the job as it is now, as kubectl does, not as
+        the last watch event the cache has had showed it (a job that has just finished is not
+        suspended)."""
+        job = None if live else self.hub.job(key)
         if job is None:
             job = await jobs.get(self.client, jobkinds.find(key[0]), key[1], key[2])
         if job is None:
