@@ -440,6 +440,19 @@ class Output:
         return self.text
 
 
+@contextlib.contextmanager
+def following(argv: list[str]) -> Iterator[tuple[subprocess.Popen[bytes], Output]]:
+    """``argv`` (a ``kubectl logs -f``) running, its stdout read as :class:`Output`; killed
+    if it is still running when the block ends."""
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        yield process, Output(process.stdout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 # -- no node needed -----------------------------------------------------------------------
 
 
@@ -594,13 +607,8 @@ def test_kubectl_logs_follow_streams(
 ) -> None:
     """The first lines arrive while the log is still open; the rest when the node writes it."""
     make_pod(core, namespace, "app", node=node)
-    process = subprocess.Popen(
-        [kubectl_binary, "--kubeconfig", kubeconfig, "logs", "-f", "-n", namespace, "app"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        output = Output(process.stdout)
+    argv = [kubectl_binary, "--kubeconfig", kubeconfig, "logs", "-f", "-n", namespace, "app"]
+    with following(argv) as (process, output):
         output.wait_for("main line 3\n")
         assert process.poll() is None, "the follow ended before the log did"
         assert "main line 4" not in output.text
@@ -608,10 +616,6 @@ def test_kubectl_logs_follow_streams(
         output.wait_for("main line 5\n")
         assert process.wait(timeout=30) == 0
         assert output.text == b"".join(log_lines("main")).decode()
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_a_client_leaving_a_follow_closes_the_node_stream(

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +26,7 @@ from kubernetes.client.rest import ApiException
 from kubetrain import envtest
 from kubetrain.local.node import engine as node_engine
 from tests import engines
-from tests.apiserver.test_pod_log_exec import Output
+from tests.apiserver.test_pod_log_exec import following
 from tests.fixtures import containers
 from tests.realk8s.test_node_agent import (
     POD_TIMEOUT,
@@ -142,22 +141,12 @@ def test_a_pod_runs_in_a_container_of_the_engine_through_kube_apiserver(
     assert (failed.returncode, failed.stdout) == (4, "out\n"), failed.stderr
     assert "err\n" in failed.stderr
 
-    follow = subprocess.Popen(
-        ["kubectl", "--kubeconfig", node.kubeconfig, *logs, "-f"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        output = Output(follow.stdout)
+    with following(["kubectl", "--kubeconfig", node.kubeconfig, *logs, "-f"]) as (follow, output):
         output.wait_for("second line\n")
         assert follow.poll() is None, "the follow ended while the container ran"
         node.kubectl(*exec_, "touch", "/tmp/go")  # in the container's own filesystem
         output.wait_for("leaving with 3\n")
         assert follow.wait(timeout=30) == 0
-    finally:
-        if follow.poll() is None:
-            follow.kill()
-            follow.wait()
     assert output.text == said + "leaving with 3\n"
 
     ended = pod_is(node, namespace, "busy", lambda p: p.status.phase == "Failed")

@@ -11,7 +11,7 @@ from pathlib import Path
 from kubernetes import client
 from kubernetes.stream import stream
 
-from tests.apiserver.test_pod_log_exec import Output
+from tests.apiserver.test_pod_log_exec import following
 from tests.fixtures.cluster import Kubectl
 from tests.integration.local.conftest import (
     Node,
@@ -118,22 +118,13 @@ def test_logs_follow_tail_and_previous(
     stamps = [line.partition(" ")[0] for line in stamped]
     assert all(stamp.startswith("20") and stamp.endswith("Z") for stamp in stamps)
     assert stamped[0].partition(" ")[2] == "run 2 line 1"
-    follow = subprocess.Popen(
-        ["kubectl", "--kubeconfig", kubeconfig, "logs", "-f", "-n", namespace, "chatty"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        output = Output(follow.stdout)
+    argv = ["kubectl", "--kubeconfig", kubeconfig, "logs", "-f", "-n", namespace, "chatty"]
+    with following(argv) as (follow, output):
         output.wait_for("run 2 line 3\n")
         assert follow.poll() is None, "the follow ended while the container ran"
         (tmp_path / "go").write_text("")
         output.wait_for("done\n")
         assert follow.wait(timeout=30) == 0
-    finally:
-        if follow.poll() is None:
-            follow.kill()
-            follow.wait()
     assert output.text == "run 2 line 1\nrun 2 line 2\nrun 2 line 3\ndone\n"
     wait_pod(api_client, namespace, "chatty", phase_is("Succeeded"))
 
