@@ -699,7 +699,7 @@ async def baseline_run(
         return await timed_run(name, server, namespace, monitor, clock, work)
 
 
-def created_status(job: str) -> dict[str, Any]:
+def created_status(name: str) -> dict[str, Any]:
     """The status an operator writes once a job's objects are created: its Created condition
     and an entry per replica type, in upstream's shape."""
     now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -709,7 +709,7 @@ def created_status(job: str) -> dict[str, Any]:
                 "type": "Created",
                 "status": "True",
                 "reason": "PyTorchJobCreated",
-                "message": f"PyTorchJob {job} is created.",
+                "message": f"PyTorchJob {name} is created.",
                 "lastUpdateTime": now,
                 "lastTransitionTime": now,
             }
